@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Provisions etcd, kube-apiserver and kube-controller-manager for the e2e
+# suite and the demo, on Debian, without Docker and without downloads other
+# than Debian's own archive.
+#
+# Debian bookworm ships no kube-apiserver binary, but its `kubernetes` source
+# package holds the full Kubernetes 1.20.2 tree with vendor/. We build the two
+# binaries from it once and cache them outside the repository, keyed by the
+# source version, so later runs are instant. etcd comes from `etcd-server`.
+#
+# Prints the cache folder (usable as KUBEBUILDER_ASSETS) on its last line of
+# stdout. Idempotent: a complete cache is reused untouched.
+#
+# Environment:
+#   FCP_CACHE_DIR   cache root (default: ${XDG_CACHE_HOME:-$HOME/.cache}/fakecloud-provider)
+set -euo pipefail
+
+log() { printf '[control-plane] %s\n' "$*" >&2; }
+
+cache_root="${FCP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/fakecloud-provider}"
+mkdir -p "$cache_root"
+
+# Run privileged commands directly as root, through sudo otherwise.
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+need_pkgs=()
+for pkg in etcd-server golang-go rsync golang-github-modern-go-reflect2-dev make dpkg-dev; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need_pkgs+=("$pkg")
+done
+
+# The source version decides the cache key; ask apt once sources are enabled.
+sources_file=/etc/apt/sources.list.d/fcp-deb-src.sources
+if [ ! -f "$sources_file" ]; then
+  log "enabling deb-src for bookworm ($sources_file)"
+  as_root tee "$sources_file" >/dev/null <<'SRC'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+  as_root apt-get update -qq
+fi
+
+if [ "${#need_pkgs[@]}" -gt 0 ]; then
+  log "installing ${need_pkgs[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >&2
+fi
+
+version="$(apt-cache showsrc kubernetes 2>/dev/null | awk '/^Version:/ {print $2; exit}')"
+if [ -z "$version" ]; then
+  log "error: apt knows no source package 'kubernetes' (is deb-src enabled?)"
+  exit 1
+fi
+assets="$cache_root/control-plane/kubernetes-${version}"
+
+if [ -x "$assets/kube-apiserver" ] && [ -x "$assets/kube-controller-manager" ] && [ -x "$assets/etcd" ]; then
+  log "reusing $assets"
+  printf '%s\n' "$assets"
+  exit 0
+fi
+
+work="$cache_root/build/kubernetes-${version}"
+mkdir -p "$work"
+cd "$work"
+if ! ls kubernetes_*.dsc >/dev/null 2>&1; then
+  log "downloading the kubernetes source package ${version}"
+  apt-get source --download-only kubernetes >&2
+fi
+src_dir="$(find . -maxdepth 1 -mindepth 1 -type d -name 'kubernetes-*' | head -n1)"
+if [ -z "$src_dir" ] || [ ! -f "$src_dir/.fcp-unpacked" ]; then
+  [ -n "$src_dir" ] && rm -rf "$src_dir"
+  log "unpacking the source"
+  dpkg-source --no-check -x kubernetes_*.dsc >&2
+  src_dir="$(find . -maxdepth 1 -mindepth 1 -type d -name 'kubernetes-*' | head -n1)"
+  touch "$src_dir/.fcp-unpacked"
+fi
+cd "$src_dir"
+
+# The vendored reflect2 v1.0.1 crashes under Go >= 1.18 (SIGSEGV in
+# mapiterinit on the first custom-resource update); Debian's 1.0.2 is fixed.
+reflect2_src="$(dirname "$(dpkg -L golang-github-modern-go-reflect2-dev | grep '/reflect2.go$' | head -n1)")"
+if ! grep -q 'fcp: reflect2 1.0.2' vendor/github.com/modern-go/reflect2/.fcp-patched 2>/dev/null; then
+  log "replacing vendored reflect2 with Debian's ($reflect2_src)"
+  rm -rf vendor/github.com/modern-go/reflect2
+  mkdir -p vendor/github.com/modern-go/reflect2
+  rsync -a --exclude go.mod --exclude go.sum "$reflect2_src/" vendor/github.com/modern-go/reflect2/
+  echo 'fcp: reflect2 1.0.2' > vendor/github.com/modern-go/reflect2/.fcp-patched
+fi
+
+mkdir -p .go/src/k8s.io
+[ -L .go/src/k8s.io/kubernetes ] || ln -s ../../.. .go/src/k8s.io/kubernetes
+log "building kube-apiserver and kube-controller-manager (about 4 minutes on 2 cores, once)"
+(
+  cd .go/src/k8s.io/kubernetes
+  GOPATH="$PWD/../../.." GO111MODULE=off GOFLAGS=-mod=vendor CGO_ENABLED=0 \
+    make WHAT="cmd/kube-apiserver cmd/kube-controller-manager" >&2
+)
+bin_dir="$(find _output -type d -path '*/bin' | head -n1)"
+
+tmp_assets="$assets.tmp.$$"
+rm -rf "$tmp_assets"
+mkdir -p "$tmp_assets"
+cp "$bin_dir/kube-apiserver" "$bin_dir/kube-controller-manager" "$tmp_assets/"
+ln -s "$(command -v etcd)" "$tmp_assets/etcd"
+rm -rf "$assets"
+mv "$tmp_assets" "$assets"
+log "installed into $assets"
+printf '%s\n' "$assets"
