@@ -1,0 +1,261 @@
+//! The `/admin` API for tests and demos: reset, inspect, change resources as
+//! an outside actor, set timing, inject faults and throttling, read the audit
+//! log. Guarded by the admin token, never by account keys.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+
+use crate::audit;
+use crate::clock::now_ms;
+use crate::error::ApiError;
+use crate::kinds::database::DatabaseKind;
+use crate::kinds::nodegroup::NodeGroupKind;
+use crate::kinds::subnet::SubnetKind;
+use crate::kinds::vpc::VpcKind;
+use crate::kinds::{render_value, validate};
+use crate::layers::CallInfo;
+use crate::model::{
+    Actor, AdminResource, AuditEntry, AuditQuery, FaultRule, FaultRuleSpec, Kind, Problem,
+    Throttling, Timing, TimingTable,
+};
+use crate::service;
+use crate::state::SharedState;
+use crate::store::{self, Location, Row};
+
+type Result<T> = std::result::Result<T, ApiError>;
+
+fn kind(name: &str) -> Result<Kind> {
+    Kind::parse(name).ok_or_else(|| {
+        ApiError::not_found(
+            "UnknownKind",
+            format!("kind {name:?} is not one of vpc, subnet, nodeGroup, databaseInstance"),
+        )
+    })
+}
+
+fn admin_resource(kind: Kind, row: &Row) -> Result<AdminResource> {
+    Ok(AdminResource {
+        kind,
+        account: row.account.clone(),
+        region: row.region.clone(),
+        cluster: (kind == Kind::NodeGroup).then(|| row.scope.clone()),
+        id: row.name.clone(),
+        etag: row.etag(),
+        resource: render_value(kind, row)?,
+    })
+}
+
+#[utoipa::path(post, path = "/admin/reset", tag = "admin",
+    responses((status = 204, description = "everything deleted, settings back to start-up")))]
+pub async fn reset(State(state): State<SharedState>) -> Result<StatusCode> {
+    state.audit.flush().await;
+    store::reset(&state.db.write).await?;
+    state.reset_settings();
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ResourceQuery {
+    kind: Option<String>,
+    account: Option<String>,
+}
+
+#[utoipa::path(get, path = "/admin/resources", tag = "admin", params(ResourceQuery),
+    responses((status = 200, body = Vec<AdminResource>)))]
+pub async fn list_resources(
+    State(state): State<SharedState>,
+    Query(query): Query<ResourceQuery>,
+) -> Result<Json<Vec<AdminResource>>> {
+    let kind_filter = query.kind.as_deref().map(kind).transpose()?;
+    let now = now_ms();
+    let mut out = Vec::new();
+    for row in store::list_all(&state.db.read, kind_filter).await? {
+        if query.account.as_ref().is_some_and(|a| *a != row.account) {
+            continue;
+        }
+        let Some(row) = row.settled(now) else { continue };
+        let Some(kind) = Kind::parse(&row.kind) else { continue };
+        out.push(admin_resource(kind, &row)?);
+    }
+    Ok(Json(out))
+}
+
+/// Narrows an admin address when a name exists in several places (node
+/// groups and databases are named by their owners).
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct AddressQuery {
+    account: Option<String>,
+    region: Option<String>,
+    cluster: Option<String>,
+}
+
+async fn resolve(state: &SharedState, kind: Kind, id: &str, address: &AddressQuery) -> Result<Row> {
+    let now = now_ms();
+    let rows: Vec<Row> = store::find_any_account(&state.db.read, kind, id)
+        .await?
+        .into_iter()
+        .filter(|r| address.account.as_ref().is_none_or(|a| *a == r.account))
+        .filter(|r| address.region.as_ref().is_none_or(|a| *a == r.region))
+        .filter(|r| address.cluster.as_ref().is_none_or(|a| *a == r.scope))
+        .filter_map(|r| r.settled(now))
+        .collect();
+    match rows.len() {
+        0 => Err(ApiError::not_found(
+            "ResourceNotFound",
+            format!("no {kind} named {id}"),
+        )),
+        1 => Ok(rows.into_iter().next().expect("one row")),
+        n => Err(ApiError::conflict(
+            "AmbiguousResource",
+            format!("{n} {kind}s are named {id}; narrow with ?account=&region=&cluster="),
+        )),
+    }
+}
+
+#[utoipa::path(get, path = "/admin/resources/{kind}/{id}", tag = "admin", params(("kind" = String, Path),
+    ("id" = String, Path), AddressQuery),
+    responses((status = 200, body = AdminResource), (status = 404, body = Problem)))]
+pub async fn get_resource(
+    State(state): State<SharedState>,
+    Path((kind_name, id)): Path<(String, String)>,
+    Query(address): Query<AddressQuery>,
+) -> Result<Json<AdminResource>> {
+    let kind = kind(&kind_name)?;
+    let row = resolve(&state, kind, &id, &address).await?;
+    Ok(Json(admin_resource(kind, &row)?))
+}
+
+/// An outside actor's change (an autoscaler, another team's tags): the same
+/// merge patch and rules as the owner's PATCH, recorded with actor `external`.
+#[utoipa::path(patch, path = "/admin/resources/{kind}/{id}", tag = "admin", params(("kind" = String, Path),
+    ("id" = String, Path), AddressQuery), request_body = Object,
+    responses((status = 200, description = "the resource as its owner now sees it"),
+        (status = "4XX", body = Problem)))]
+pub async fn patch_resource(
+    State(state): State<SharedState>,
+    Path((kind_name, id)): Path<(String, String)>,
+    Query(address): Query<AddressQuery>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response> {
+    let kind = kind(&kind_name)?;
+    let row = resolve(&state, kind, &id, &address).await?;
+    let loc = Location {
+        account: row.account.clone(),
+        kind,
+        region: row.region.clone(),
+        scope: row.scope.clone(),
+    };
+    let result = match kind {
+        Kind::Vpc => service::patch::<VpcKind>(&state, loc, &id, &headers, &body).await,
+        Kind::Subnet => service::patch::<SubnetKind>(&state, loc, &id, &headers, &body).await,
+        Kind::NodeGroup => service::patch::<NodeGroupKind>(&state, loc, &id, &headers, &body).await,
+        Kind::DatabaseInstance => {
+            service::patch::<DatabaseKind>(&state, loc, &id, &headers, &body).await
+        }
+    };
+    let mut response = result.unwrap_or_else(IntoResponse::into_response);
+    response.extensions_mut().insert(CallInfo {
+        account: Some(row.account),
+        actor: Actor::External,
+    });
+    Ok(response)
+}
+
+#[utoipa::path(get, path = "/admin/timing", tag = "admin", responses((status = 200, body = TimingTable)))]
+pub async fn get_timing(State(state): State<SharedState>) -> Json<TimingTable> {
+    Json(state.timing_table())
+}
+
+#[utoipa::path(put, path = "/admin/timing/{kind}", tag = "admin", params(("kind" = String, Path)),
+    request_body = Timing, responses((status = 200, body = TimingTable)))]
+pub async fn set_timing(
+    State(state): State<SharedState>,
+    Path(kind_name): Path<String>,
+    body: Bytes,
+) -> Result<Json<TimingTable>> {
+    let kind = kind(&kind_name)?;
+    let timing: Timing = validate::parse_body(&body)?;
+    state.set_delay(kind, timing.delay_ms);
+    Ok(Json(state.timing_table()))
+}
+
+#[utoipa::path(get, path = "/admin/faults", tag = "admin", responses((status = 200, body = Vec<FaultRule>)))]
+pub async fn list_faults(State(state): State<SharedState>) -> Json<Vec<FaultRule>> {
+    Json(state.faults.list())
+}
+
+#[utoipa::path(post, path = "/admin/faults", tag = "admin", request_body = FaultRuleSpec,
+    responses((status = 201, body = FaultRule), (status = 400, body = Problem)))]
+pub async fn add_fault(State(state): State<SharedState>, body: Bytes) -> Result<Response> {
+    let spec: FaultRuleSpec = validate::parse_body(&body)?;
+    if let Some(status) = spec.status
+        && !(400..=599).contains(&status)
+    {
+        return Err(ApiError::invalid("status", "must be an error status, 400..=599"));
+    }
+    if spec.probability.is_some_and(|p| !(0.0..=1.0).contains(&p)) {
+        return Err(ApiError::invalid("probability", "must be within 0..=1"));
+    }
+    if spec.times == Some(0) {
+        return Err(ApiError::invalid("times", "must be at least 1"));
+    }
+    Ok((StatusCode::CREATED, Json(state.faults.add(spec))).into_response())
+}
+
+#[utoipa::path(delete, path = "/admin/faults", tag = "admin", responses((status = 204)))]
+pub async fn clear_faults(State(state): State<SharedState>) -> StatusCode {
+    state.faults.clear();
+    StatusCode::NO_CONTENT
+}
+
+#[utoipa::path(delete, path = "/admin/faults/{id}", tag = "admin", params(("id" = u64, Path)),
+    responses((status = 204), (status = 404, body = Problem)))]
+pub async fn remove_fault(State(state): State<SharedState>, Path(id): Path<u64>) -> Result<StatusCode> {
+    if state.faults.remove(id) {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found("FaultRuleNotFound", format!("no fault rule {id}")))
+    }
+}
+
+#[utoipa::path(get, path = "/admin/throttling", tag = "admin",
+    responses((status = 200, body = Option<Throttling>)))]
+pub async fn get_throttling(State(state): State<SharedState>) -> Json<Option<Throttling>> {
+    Json(state.throttle.get())
+}
+
+#[utoipa::path(put, path = "/admin/throttling", tag = "admin", request_body = Throttling,
+    responses((status = 200, body = Throttling), (status = 400, body = Problem)))]
+pub async fn set_throttling(State(state): State<SharedState>, body: Bytes) -> Result<Json<Throttling>> {
+    let config: Throttling = validate::parse_body(&body)?;
+    if !(config.rate_per_second.is_finite() && config.rate_per_second >= 0.0) {
+        return Err(ApiError::invalid("ratePerSecond", "must be a non-negative number"));
+    }
+    state.throttle.set(Some(config));
+    Ok(Json(config))
+}
+
+#[utoipa::path(delete, path = "/admin/throttling", tag = "admin", responses((status = 204)))]
+pub async fn clear_throttling(State(state): State<SharedState>) -> StatusCode {
+    state.throttle.set(None);
+    StatusCode::NO_CONTENT
+}
+
+#[utoipa::path(get, path = "/admin/audit", tag = "admin", params(AuditQuery),
+    responses((status = 200, body = Vec<AuditEntry>)))]
+pub async fn get_audit(
+    State(state): State<SharedState>,
+    Query(filter): Query<AuditQuery>,
+) -> Result<Json<Vec<AuditEntry>>> {
+    state.audit.flush().await;
+    Ok(Json(audit::query(&state.db.read, &filter).await?))
+}

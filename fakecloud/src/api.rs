@@ -1,0 +1,335 @@
+//! The `/v1` handlers: thin per-kind wrappers over `service`, kept separate
+//! so each operation has its own OpenAPI entry.
+
+use axum::Extension;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, Uri};
+use axum::response::Response;
+
+use crate::error::ApiError;
+use crate::kinds::ResourceKind;
+use crate::kinds::database::DatabaseKind;
+use crate::kinds::nodegroup::NodeGroupKind;
+use crate::kinds::subnet::SubnetKind;
+use crate::kinds::validate;
+use crate::kinds::vpc::VpcKind;
+use crate::layers::Account;
+use crate::model::{
+    AuthenticateResult, CreateDatabaseInstance, CreateNodeGroup, CreateSubnet, CreateVpc,
+    Credentials, DatabaseInstance, DatabaseInstancePatch, NodeGroup, NodeGroupPatch, Page,
+    Problem, Subnet, SubnetPatch, Vpc, VpcPatch,
+};
+use crate::service;
+use crate::state::SharedState;
+use crate::store::Location;
+
+type Result<T> = std::result::Result<T, ApiError>;
+type Query_ = Query<Vec<(String, String)>>;
+
+fn loc<K: ResourceKind>(account: Account, region: &str, cluster: Option<&str>) -> Result<Location> {
+    validate::region(region)?;
+    if let Some(cluster) = cluster {
+        validate::name("clusterName", cluster)?;
+    }
+    Ok(Location {
+        account: account.0,
+        kind: K::KIND,
+        region: region.to_string(),
+        scope: cluster.unwrap_or_default().to_string(),
+    })
+}
+
+// ---------------------------------------------------------------- VPC
+
+#[utoipa::path(post, path = "/v1/regions/{region}/vpcs", tag = "vpc", request_body = CreateVpc,
+    params(("region" = String, Path), ("Idempotency-Key" = Option<String>, Header)),
+    responses((status = 201, body = Vpc), (status = "4XX", body = Problem)))]
+pub async fn create_vpc(
+    State(state): State<SharedState>,
+    Extension(account): Extension<Account>,
+    Path(region): Path<String>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response> {
+    let loc = loc::<VpcKind>(account, &region, None)?;
+    service::create::<VpcKind>(&state, loc, uri.path(), &headers, body).await
+}
+
+#[utoipa::path(get, path = "/v1/regions/{region}/vpcs", tag = "vpc",
+    params(("region" = String, Path), ("pageSize" = Option<i64>, Query), ("pageToken" = Option<String>, Query),
+        ("tag" = Option<String>, Query, description = "key=value or key; repeatable")),
+    responses((status = 200, body = Page<Vpc>), (status = "4XX", body = Problem)))]
+pub async fn list_vpcs(
+    State(state): State<SharedState>,
+    Extension(account): Extension<Account>,
+    Path(region): Path<String>,
+    Query(query): Query_,
+) -> Result<Response> {
+    service::list::<VpcKind>(&state, loc::<VpcKind>(account, &region, None)?, query).await
+}
+
+#[utoipa::path(get, path = "/v1/regions/{region}/vpcs/{id}", tag = "vpc",
+    params(("region" = String, Path), ("id" = String, Path)),
+    responses((status = 200, body = Vpc), (status = 404, body = Problem)))]
+pub async fn get_vpc(
+    State(state): State<SharedState>,
+    Extension(account): Extension<Account>,
+    Path((region, id)): Path<(String, String)>,
+) -> Result<Response> {
+    service::get::<VpcKind>(&state, loc::<VpcKind>(account, &region, None)?, &id).await
+}
+
+#[utoipa::path(patch, path = "/v1/regions/{region}/vpcs/{id}", tag = "vpc", request_body = VpcPatch,
+    params(("region" = String, Path), ("id" = String, Path), ("If-Match" = Option<String>, Header)),
+    responses((status = 200, body = Vpc), (status = "4XX", body = Problem)))]
+pub async fn patch_vpc(
+    State(state): State<SharedState>,
+    Extension(account): Extension<Account>,
+    Path((region, id)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response> {
+    let loc = loc::<VpcKind>(account, &region, None)?;
+    service::patch::<VpcKind>(&state, loc, &id, &headers, &body).await
+}
+
+#[utoipa::path(delete, path = "/v1/regions/{region}/vpcs/{id}", tag = "vpc",
+    params(("region" = String, Path), ("id" = String, Path)),
+    responses((status = 204), (status = 409, body = Problem), (status = 404, body = Problem)))]
+pub async fn delete_vpc(
+    State(state): State<SharedState>,
+    Extension(account): Extension<Account>,
+    Path((region, id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let loc = loc::<VpcKind>(account, &region, None)?;
+    service::delete::<VpcKind>(&state, loc, &id, &headers).await
+}
+
+// ---------------------------------------------------------------- Subnet
+
+#[utoipa::path(post, path = "/v1/regions/{region}/subnets", tag = "subnet", request_body = CreateSubnet,
+    params(("region" = String, Path), ("Idempotency-Key" = Option<String>, Header)),
+    responses((status = 201, body = Subnet), (status = "4XX", body = Problem)))]
+pub async fn create_subnet(
+    State(state): State<SharedState>,
+    Extension(account): Extension<Account>,
+    Path(region): Path<String>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response> {
+    let loc = loc::<SubnetKind>(account, &region, None)?;
+    service::create::<SubnetKind>(&state, loc, uri.path(), &headers, body).await
+}
+
+#[utoipa::path(get, path = "/v1/regions/{region}/subnets", tag = "subnet",
+    params(("region" = String, Path), ("pageSize" = Option<i64>, Query), ("pageToken" = Option<String>, Query),
+        ("tag" = Option<String>, Query, description = "key=value or key; repeatable")),
+    responses((status = 200, body = Page<Subnet>), (status = "4XX", body = Problem)))]
+pub async fn list_subnets(
+    State(state): State<SharedState>,
+    Extension(account): Extension<Account>,
+    Path(region): Path<String>,
+    Query(query): Query_,
+) -> Result<Response> {
+    service::list::<SubnetKind>(&state, loc::<SubnetKind>(account, &region, None)?, query).await
+}
+
+#[utoipa::path(get, path = "/v1/regions/{region}/subnets/{id}", tag = "subnet",
+    params(("region" = String, Path), ("id" = String, Path)),
+    responses((status = 200, body = Subnet), (status = 404, body = Problem)))]
+pub async fn get_subnet(
+    State(state): State<SharedState>,
+    Extension(account): Extension<Account>,
+    Path((region, id)): Path<(String, String)>,
+) -> Result<Response> {
+    service::get::<SubnetKind>(&state, loc::<SubnetKind>(account, &region, None)?, &id).await
+}
+
+#[utoipa::path(patch, path = "/v1/regions/{region}/subnets/{id}", tag = "subnet", request_body = SubnetPatch,
+    params(("region" = String, Path), ("id" = String, Path), ("If-Match" = Option<String>, Header)),
+    responses((status = 200, body = Subnet), (status = "4XX", body = Problem)))]
+pub async fn patch_subnet(
+    State(state): State<SharedState>,
+    Extension(account): Extension<Account>,
+    Path((region, id)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response> {
+    let loc = loc::<SubnetKind>(account, &region, None)?;
+    service::patch::<SubnetKind>(&state, loc, &id, &headers, &body).await
+}
+
+#[utoipa::path(delete, path = "/v1/regions/{region}/subnets/{id}", tag = "subnet",
+    params(("region" = String, Path), ("id" = String, Path)),
+    responses((status = 204), (status = 404, body = Problem)))]
+pub async fn delete_subnet(
+    State(state): State<SharedState>,
+    Extension(account): Extension<Account>,
+    Path((region, id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let loc = loc::<SubnetKind>(account, &region, None)?;
+    service::delete::<SubnetKind>(&state, loc, &id, &headers).await
+}
+
+// ---------------------------------------------------------------- NodeGroup
+
+#[utoipa::path(post, path = "/v1/regions/{region}/clusters/{cluster}/nodegroups", tag = "nodeGroup",
+    request_body = CreateNodeGroup,
+    params(("region" = String, Path), ("cluster" = String, Path), ("Idempotency-Key" = Option<String>, Header)),
+    responses((status = 201, body = NodeGroup), (status = "4XX", body = Problem)))]
+pub async fn create_node_group(
+    State(state): State<SharedState>,
+    Extension(account): Extension<Account>,
+    Path((region, cluster)): Path<(String, String)>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response> {
+    let loc = loc::<NodeGroupKind>(account, &region, Some(&cluster))?;
+    service::create::<NodeGroupKind>(&state, loc, uri.path(), &headers, body).await
+}
+
+#[utoipa::path(get, path = "/v1/regions/{region}/clusters/{cluster}/nodegroups", tag = "nodeGroup",
+    params(("region" = String, Path), ("cluster" = String, Path), ("pageSize" = Option<i64>, Query),
+        ("pageToken" = Option<String>, Query), ("tag" = Option<String>, Query)),
+    responses((status = 200, body = Page<NodeGroup>), (status = "4XX", body = Problem)))]
+pub async fn list_node_groups(
+    State(state): State<SharedState>,
+    Extension(account): Extension<Account>,
+    Path((region, cluster)): Path<(String, String)>,
+    Query(query): Query_,
+) -> Result<Response> {
+    let loc = loc::<NodeGroupKind>(account, &region, Some(&cluster))?;
+    service::list::<NodeGroupKind>(&state, loc, query).await
+}
+
+#[utoipa::path(get, path = "/v1/regions/{region}/clusters/{cluster}/nodegroups/{name}", tag = "nodeGroup",
+    params(("region" = String, Path), ("cluster" = String, Path), ("name" = String, Path)),
+    responses((status = 200, body = NodeGroup), (status = 404, body = Problem)))]
+pub async fn get_node_group(
+    State(state): State<SharedState>,
+    Extension(account): Extension<Account>,
+    Path((region, cluster, name)): Path<(String, String, String)>,
+) -> Result<Response> {
+    let loc = loc::<NodeGroupKind>(account, &region, Some(&cluster))?;
+    service::get::<NodeGroupKind>(&state, loc, &name).await
+}
+
+#[utoipa::path(patch, path = "/v1/regions/{region}/clusters/{cluster}/nodegroups/{name}", tag = "nodeGroup",
+    request_body = NodeGroupPatch,
+    params(("region" = String, Path), ("cluster" = String, Path), ("name" = String, Path),
+        ("If-Match" = Option<String>, Header)),
+    responses((status = 200, body = NodeGroup), (status = "4XX", body = Problem)))]
+pub async fn patch_node_group(
+    State(state): State<SharedState>,
+    Extension(account): Extension<Account>,
+    Path((region, cluster, name)): Path<(String, String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response> {
+    let loc = loc::<NodeGroupKind>(account, &region, Some(&cluster))?;
+    service::patch::<NodeGroupKind>(&state, loc, &name, &headers, &body).await
+}
+
+#[utoipa::path(delete, path = "/v1/regions/{region}/clusters/{cluster}/nodegroups/{name}", tag = "nodeGroup",
+    params(("region" = String, Path), ("cluster" = String, Path), ("name" = String, Path)),
+    responses((status = 202, body = NodeGroup), (status = 404, body = Problem)))]
+pub async fn delete_node_group(
+    State(state): State<SharedState>,
+    Extension(account): Extension<Account>,
+    Path((region, cluster, name)): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let loc = loc::<NodeGroupKind>(account, &region, Some(&cluster))?;
+    service::delete::<NodeGroupKind>(&state, loc, &name, &headers).await
+}
+
+// ---------------------------------------------------------------- DatabaseInstance
+
+#[utoipa::path(post, path = "/v1/regions/{region}/databaseInstances", tag = "databaseInstance",
+    request_body = CreateDatabaseInstance,
+    params(("region" = String, Path), ("Idempotency-Key" = Option<String>, Header)),
+    responses((status = 201, body = DatabaseInstance), (status = "4XX", body = Problem)))]
+pub async fn create_database(
+    State(state): State<SharedState>,
+    Extension(account): Extension<Account>,
+    Path(region): Path<String>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response> {
+    let loc = loc::<DatabaseKind>(account, &region, None)?;
+    service::create::<DatabaseKind>(&state, loc, uri.path(), &headers, body).await
+}
+
+#[utoipa::path(get, path = "/v1/regions/{region}/databaseInstances", tag = "databaseInstance",
+    params(("region" = String, Path), ("pageSize" = Option<i64>, Query), ("pageToken" = Option<String>, Query),
+        ("tag" = Option<String>, Query)),
+    responses((status = 200, body = Page<DatabaseInstance>), (status = "4XX", body = Problem)))]
+pub async fn list_databases(
+    State(state): State<SharedState>,
+    Extension(account): Extension<Account>,
+    Path(region): Path<String>,
+    Query(query): Query_,
+) -> Result<Response> {
+    service::list::<DatabaseKind>(&state, loc::<DatabaseKind>(account, &region, None)?, query).await
+}
+
+#[utoipa::path(get, path = "/v1/regions/{region}/databaseInstances/{identifier}", tag = "databaseInstance",
+    params(("region" = String, Path), ("identifier" = String, Path)),
+    responses((status = 200, body = DatabaseInstance), (status = 404, body = Problem)))]
+pub async fn get_database(
+    State(state): State<SharedState>,
+    Extension(account): Extension<Account>,
+    Path((region, identifier)): Path<(String, String)>,
+) -> Result<Response> {
+    let loc = loc::<DatabaseKind>(account, &region, None)?;
+    service::get::<DatabaseKind>(&state, loc, &identifier).await
+}
+
+#[utoipa::path(patch, path = "/v1/regions/{region}/databaseInstances/{identifier}", tag = "databaseInstance",
+    request_body = DatabaseInstancePatch,
+    params(("region" = String, Path), ("identifier" = String, Path), ("If-Match" = Option<String>, Header)),
+    responses((status = 200, body = DatabaseInstance), (status = "4XX", body = Problem)))]
+pub async fn patch_database(
+    State(state): State<SharedState>,
+    Extension(account): Extension<Account>,
+    Path((region, identifier)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response> {
+    let loc = loc::<DatabaseKind>(account, &region, None)?;
+    service::patch::<DatabaseKind>(&state, loc, &identifier, &headers, &body).await
+}
+
+#[utoipa::path(delete, path = "/v1/regions/{region}/databaseInstances/{identifier}", tag = "databaseInstance",
+    params(("region" = String, Path), ("identifier" = String, Path)),
+    responses((status = 202, body = DatabaseInstance), (status = "4XX", body = Problem)))]
+pub async fn delete_database(
+    State(state): State<SharedState>,
+    Extension(account): Extension<Account>,
+    Path((region, identifier)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let loc = loc::<DatabaseKind>(account, &region, None)?;
+    service::delete::<DatabaseKind>(&state, loc, &identifier, &headers).await
+}
+
+#[utoipa::path(post, path = "/v1/regions/{region}/databaseInstances/{identifier}/authenticate",
+    tag = "databaseInstance", request_body = Credentials,
+    params(("region" = String, Path), ("identifier" = String, Path)),
+    responses((status = 200, body = AuthenticateResult), (status = 401, body = Problem)))]
+pub async fn authenticate_database(
+    State(state): State<SharedState>,
+    Extension(account): Extension<Account>,
+    Path((region, identifier)): Path<(String, String)>,
+    body: Bytes,
+) -> Result<Response> {
+    let loc = loc::<DatabaseKind>(account, &region, None)?;
+    service::authenticate(&state, loc, &identifier, &body).await
+}

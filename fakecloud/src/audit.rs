@@ -1,0 +1,173 @@
+//! The audit log: every call, who made it and how it ended.
+//!
+//! Entries go through a channel to one writer task that inserts them in
+//! batches, so recording a call costs the request no database write. Reads
+//! flush first, so a test sees every call that has been answered.
+
+use sqlx::{AssertSqlSafe, SqlitePool};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::kinds::timestamp;
+use crate::model::{Actor, AuditEntry, AuditQuery};
+
+const BATCH: usize = 512;
+
+pub struct Entry {
+    pub time: i64,
+    pub account: Option<String>,
+    pub actor: Actor,
+    pub method: String,
+    pub path: String,
+    pub status: u16,
+    pub request_id: String,
+}
+
+enum Message {
+    Entry(Entry),
+    Flush(oneshot::Sender<()>),
+}
+
+#[derive(Clone)]
+pub struct AuditLog {
+    sender: mpsc::UnboundedSender<Message>,
+}
+
+impl AuditLog {
+    /// Starts the writer task on `pool`.
+    pub fn start(pool: SqlitePool) -> (AuditLog, tokio::task::JoinHandle<()>) {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let task = tokio::spawn(write_loop(pool, receiver));
+        (AuditLog { sender }, task)
+    }
+
+    pub fn record(&self, entry: Entry) {
+        // Fails only after shutdown, when nothing is listening any more.
+        let _ = self.sender.send(Message::Entry(entry));
+    }
+
+    /// Waits until every entry recorded so far is in the database.
+    pub async fn flush(&self) {
+        let (done, wait) = oneshot::channel();
+        if self.sender.send(Message::Flush(done)).is_ok() {
+            let _ = wait.await;
+        }
+    }
+}
+
+async fn write_loop(pool: SqlitePool, mut receiver: mpsc::UnboundedReceiver<Message>) {
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut waiters = Vec::new();
+    while let Some(first) = receiver.recv().await {
+        let mut next = Some(first);
+        while let Some(message) = next.take() {
+            match message {
+                Message::Entry(entry) => batch.push(entry),
+                Message::Flush(done) => waiters.push(done),
+            }
+            if batch.len() < BATCH {
+                next = receiver.try_recv().ok();
+            }
+        }
+        if let Err(err) = insert(&pool, &batch).await {
+            tracing::error!(%err, lost = batch.len(), "writing audit entries");
+        }
+        batch.clear();
+        for done in waiters.drain(..) {
+            let _ = done.send(());
+        }
+    }
+}
+
+async fn insert(pool: &SqlitePool, batch: &[Entry]) -> Result<(), sqlx::Error> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    for entry in batch {
+        sqlx::query(
+            "INSERT INTO audit (time, account, actor, method, path, status, request_id) \
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(entry.time)
+        .bind(&entry.account)
+        .bind(entry.actor.as_str())
+        .bind(&entry.method)
+        .bind(&entry.path)
+        .bind(i64::from(entry.status))
+        .bind(&entry.request_id)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await
+}
+
+#[derive(sqlx::FromRow)]
+struct AuditRow {
+    seq: i64,
+    time: i64,
+    account: Option<String>,
+    actor: String,
+    method: String,
+    path: String,
+    status: i64,
+    request_id: String,
+}
+
+/// Entries matching every given filter, oldest first.
+pub async fn query(pool: &SqlitePool, filter: &AuditQuery) -> Result<Vec<AuditEntry>, sqlx::Error> {
+    let mut sql = String::from(
+        "SELECT seq, time, account, actor, method, path, status, request_id FROM audit WHERE 1 = 1",
+    );
+    if filter.account.is_some() {
+        sql.push_str(" AND account = ?");
+    }
+    if filter.actor.is_some() {
+        sql.push_str(" AND actor = ?");
+    }
+    if filter.method.is_some() {
+        sql.push_str(" AND method = ?");
+    }
+    if filter.path_prefix.is_some() {
+        sql.push_str(" AND substr(path, 1, length(?)) = ?");
+    }
+    match filter.mutating {
+        Some(true) => sql.push_str(" AND method NOT IN ('GET', 'HEAD')"),
+        Some(false) => sql.push_str(" AND method IN ('GET', 'HEAD')"),
+        None => {}
+    }
+    if filter.after_seq.is_some() {
+        sql.push_str(" AND seq > ?");
+    }
+    sql.push_str(" ORDER BY seq");
+    let mut q = sqlx::query_as::<_, AuditRow>(AssertSqlSafe(sql));
+    if let Some(account) = &filter.account {
+        q = q.bind(account);
+    }
+    if let Some(actor) = filter.actor {
+        q = q.bind(actor.as_str());
+    }
+    if let Some(method) = &filter.method {
+        q = q.bind(method.to_ascii_uppercase());
+    }
+    if let Some(prefix) = &filter.path_prefix {
+        q = q.bind(prefix).bind(prefix);
+    }
+    if let Some(after) = filter.after_seq {
+        q = q.bind(after);
+    }
+    let rows = q.fetch_all(pool).await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| AuditEntry {
+            seq: r.seq,
+            time: timestamp(r.time),
+            account: r.account,
+            actor: serde_json::from_value(serde_json::Value::String(r.actor))
+                .unwrap_or(Actor::Anonymous),
+            method: r.method,
+            path: r.path,
+            status: u16::try_from(r.status).unwrap_or(0),
+            request_id: r.request_id,
+        })
+        .collect())
+}

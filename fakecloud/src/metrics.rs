@@ -1,0 +1,57 @@
+//! Prometheus metrics: requests by route, method and status, and latency.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    pub method: String,
+    /// The route template (`/v1/regions/{region}/vpcs/{id}`), not the path,
+    /// so ids do not explode the label space.
+    pub route: String,
+    pub status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RouteLabels {
+    pub method: String,
+    pub route: String,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    pub requests: Family<RequestLabels, Counter>,
+    pub latency: Family<RouteLabels, Histogram>,
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("fakecloud");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register("http_requests", "HTTP requests answered", requests.clone());
+        let latency = Family::<RouteLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.0005, 2.0, 14))
+        });
+        registry.register(
+            "http_request_duration_seconds",
+            "Time to answer an HTTP request",
+            latency.clone(),
+        );
+        Metrics {
+            registry,
+            requests,
+            latency,
+        }
+    }
+
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        if let Err(err) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
+            tracing::error!(%err, "encoding metrics");
+        }
+        out
+    }
+}

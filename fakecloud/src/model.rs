@@ -1,0 +1,595 @@
+//! Wire models: the JSON bodies fakecloud accepts and returns.
+//!
+//! One set of types serves the server (parsing, rendering, OpenAPI) and the
+//! typed client, so the two cannot drift. Field names follow
+//! `notes/CONTRACT.md`: the provider compares `spec.forProvider` with these
+//! JSON objects field by field.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// Tags and labels: string keys to string values, kept sorted so renders are
+/// stable.
+pub type Tags = BTreeMap<String, String>;
+
+/// Regions fakecloud serves; each has the zones `<region>a|b|c`.
+pub const REGIONS: [&str; 3] = ["us-east-1", "us-west-2", "eu-west-1"];
+
+/// The four resource kinds, as named in admin paths and audit queries.
+#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "camelCase")]
+pub enum Kind {
+    Vpc,
+    Subnet,
+    NodeGroup,
+    DatabaseInstance,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 4] = [
+        Kind::Vpc,
+        Kind::Subnet,
+        Kind::NodeGroup,
+        Kind::DatabaseInstance,
+    ];
+
+    /// The name used on the wire and in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Vpc => "vpc",
+            Kind::Subnet => "subnet",
+            Kind::NodeGroup => "nodeGroup",
+            Kind::DatabaseInstance => "databaseInstance",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+// ---------------------------------------------------------------- VPC
+
+#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum InstanceTenancy {
+    #[default]
+    Default,
+    Dedicated,
+}
+
+#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum NetworkState {
+    Pending,
+    Available,
+}
+
+/// `POST /v1/regions/{region}/vpcs`.
+#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateVpc {
+    /// IPv4 block, /16 to /28; stored canonical (host bits cleared).
+    pub cidr_block: String,
+    /// Default true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enable_dns_support: Option<bool>,
+    /// Default false; needs `enableDnsSupport`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enable_dns_hostnames: Option<bool>,
+    /// Default `default`; may later only be changed to `default`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_tenancy: Option<InstanceTenancy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Tags>,
+}
+
+#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Vpc {
+    pub id: String,
+    pub region: String,
+    pub cidr_block: String,
+    pub enable_dns_support: bool,
+    pub enable_dns_hostnames: bool,
+    pub instance_tenancy: InstanceTenancy,
+    pub tags: Tags,
+    pub state: NetworkState,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// JSON merge patch of a VPC's mutable fields. A `None` tag value removes
+/// the tag.
+#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VpcPatch {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enable_dns_support: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enable_dns_hostnames: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_tenancy: Option<InstanceTenancy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<BTreeMap<String, Option<String>>>,
+}
+
+// ---------------------------------------------------------------- Subnet
+
+/// `POST /v1/regions/{region}/subnets`.
+#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateSubnet {
+    pub vpc_id: String,
+    /// Inside the VPC's block, overlapping no sibling, /16 to /28.
+    pub cidr_block: String,
+    /// A zone of the region; default `<region>a`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub availability_zone: Option<String>,
+    /// Default false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map_public_ip_on_launch: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Tags>,
+}
+
+#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Subnet {
+    pub id: String,
+    pub region: String,
+    pub vpc_id: String,
+    pub cidr_block: String,
+    pub availability_zone: String,
+    pub map_public_ip_on_launch: bool,
+    pub tags: Tags,
+    /// Addresses in the block minus the five the cloud reserves.
+    pub available_ip_address_count: u32,
+    pub state: NetworkState,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SubnetPatch {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map_public_ip_on_launch: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<BTreeMap<String, Option<String>>>,
+}
+
+// ---------------------------------------------------------------- NodeGroup
+
+#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScalingConfig {
+    pub min_size: i64,
+    pub max_size: i64,
+    pub desired_size: i64,
+}
+
+/// Scaling config as sent on create: every size optional (defaults: min 1,
+/// desired = min, max = max(desired, 2)).
+#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScalingConfigInput {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_size: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_size: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desired_size: Option<i64>,
+}
+
+#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum NodeGroupStatus {
+    Creating,
+    Active,
+    Updating,
+    Deleting,
+}
+
+/// `POST /v1/regions/{region}/clusters/{cluster}/nodegroups`.
+#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateNodeGroup {
+    /// Client-chosen, unique per cluster.
+    pub name: String,
+    /// Existing subnets, all in one VPC.
+    pub subnet_ids: Vec<String>,
+    pub node_role: String,
+    /// Default `["t3.medium"]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_types: Option<Vec<String>>,
+    /// Kubernetes version, default `1.31`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<Tags>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Tags>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scaling_config: Option<ScalingConfigInput>,
+}
+
+#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeGroup {
+    pub name: String,
+    pub cluster_name: String,
+    pub region: String,
+    pub subnet_ids: Vec<String>,
+    pub node_role: String,
+    pub instance_types: Vec<String>,
+    pub version: String,
+    pub labels: Tags,
+    pub tags: Tags,
+    pub scaling_config: ScalingConfig,
+    pub status: NodeGroupStatus,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodeGroupPatch {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<BTreeMap<String, Option<String>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<BTreeMap<String, Option<String>>>,
+    /// Each size merges independently.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scaling_config: Option<ScalingConfigInput>,
+}
+
+// ---------------------------------------------------------------- DatabaseInstance
+
+#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    #[default]
+    Postgres,
+    Mysql,
+}
+
+impl Engine {
+    pub fn default_port(self) -> u16 {
+        match self {
+            Engine::Postgres => 5432,
+            Engine::Mysql => 3306,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum DatabaseStatus {
+    Creating,
+    Available,
+    Modifying,
+    Deleting,
+}
+
+/// `POST /v1/regions/{region}/databaseInstances`.
+#[derive(Serialize, Deserialize, ToSchema, Clone, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateDatabaseInstance {
+    /// Client-chosen, unique per account and region.
+    pub identifier: String,
+    pub engine: Engine,
+    /// Default per engine (`16.4` / `8.0.39`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_version: Option<String>,
+    /// Default `db.t3.micro`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_class: Option<String>,
+    /// GiB, 20..=65536, default 20.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocated_storage: Option<i64>,
+    /// 1-16 characters, starts with a letter.
+    pub master_username: String,
+    /// 8-128 characters, none of `/ " @`. Write-only.
+    pub master_password: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subnet_ids: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publicly_accessible: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_protection: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Tags>,
+}
+
+/// Hand-written so the password never reaches a log line.
+impl std::fmt::Debug for CreateDatabaseInstance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CreateDatabaseInstance")
+            .field("identifier", &self.identifier)
+            .field("engine", &self.engine)
+            .field("engine_version", &self.engine_version)
+            .field("instance_class", &self.instance_class)
+            .field("allocated_storage", &self.allocated_storage)
+            .field("master_username", &self.master_username)
+            .field("master_password", &"<redacted>")
+            .field("subnet_ids", &self.subnet_ids)
+            .field("publicly_accessible", &self.publicly_accessible)
+            .field("deletion_protection", &self.deletion_protection)
+            .field("tags", &self.tags)
+            .finish()
+    }
+}
+
+#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Endpoint {
+    pub address: String,
+    pub port: u16,
+}
+
+#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DatabaseInstance {
+    pub identifier: String,
+    pub region: String,
+    pub engine: Engine,
+    pub engine_version: String,
+    pub instance_class: String,
+    pub allocated_storage: i64,
+    pub master_username: String,
+    pub subnet_ids: Vec<String>,
+    pub publicly_accessible: bool,
+    pub deletion_protection: bool,
+    pub tags: Tags,
+    pub endpoint: Endpoint,
+    pub status: DatabaseStatus,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+#[derive(Serialize, Deserialize, ToSchema, Clone, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DatabaseInstancePatch {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_class: Option<String>,
+    /// May only grow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocated_storage: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub master_password: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publicly_accessible: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_protection: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<BTreeMap<String, Option<String>>>,
+}
+
+impl std::fmt::Debug for DatabaseInstancePatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DatabaseInstancePatch")
+            .field("engine_version", &self.engine_version)
+            .field("instance_class", &self.instance_class)
+            .field("allocated_storage", &self.allocated_storage)
+            .field(
+                "master_password",
+                &self.master_password.as_ref().map(|_| "<redacted>"),
+            )
+            .field("publicly_accessible", &self.publicly_accessible)
+            .field("deletion_protection", &self.deletion_protection)
+            .field("tags", &self.tags)
+            .finish()
+    }
+}
+
+/// `POST .../databaseInstances/{identifier}/authenticate`: 200 when the
+/// credentials are the instance's master credentials, 401 otherwise.
+#[derive(Serialize, Deserialize, ToSchema, Clone, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Credentials {
+    pub username: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("username", &self.username)
+            .field("password", &"<redacted>")
+            .finish()
+    }
+}
+
+#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthenticateResult {
+    pub authenticated: bool,
+}
+
+// ---------------------------------------------------------------- lists and errors
+
+/// One page of a list. `nextPageToken` is absent on the last page.
+#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_page_token: Option<String>,
+}
+
+/// `application/problem+json` (RFC 9457) with fakecloud's stable `code`.
+#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Problem {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+    /// Stable machine-readable code, e.g. `InvalidSubnet.Range`.
+    pub code: String,
+    pub request_id: String,
+    /// The request field at fault, when there is one (`scalingConfig.minSize`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+// ---------------------------------------------------------------- admin
+
+/// A resource as the admin API shows it: any account, any kind.
+#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AdminResource {
+    pub kind: Kind,
+    pub account: String,
+    pub region: String,
+    /// The node group's cluster; absent for other kinds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    /// Cloud id, node group name or database identifier.
+    pub id: String,
+    pub etag: String,
+    /// The resource exactly as `GET` renders it to its owner.
+    #[schema(value_type = Object)]
+    pub resource: serde_json::Value,
+}
+
+/// Provisioning delay of one kind; `0` means immediate.
+#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Timing {
+    pub delay_ms: u64,
+}
+
+/// Delays for every kind.
+#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct TimingTable {
+    pub vpc: Timing,
+    pub subnet: Timing,
+    pub node_group: Timing,
+    pub database_instance: Timing,
+}
+
+/// A fault rule: calls whose method and path match get `status`/`code`
+/// instead of being served, after `latencyMs`.
+#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FaultRuleSpec {
+    /// HTTP method to match; any when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// Path prefix to match, e.g. `/v1/regions/us-east-1/vpcs`.
+    pub path_prefix: String,
+    /// Status to answer; absent means "serve normally, only add latency".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// Problem code of the injected error; default `InjectedFault`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// Fire for the next N matching calls only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub times: Option<u32>,
+    /// Fire with this probability (0..=1); default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probability: Option<f64>,
+    /// Delay added before answering, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<u64>,
+    /// `Retry-After` seconds sent with the injected error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_secs: Option<u64>,
+}
+
+#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct FaultRule {
+    pub id: u64,
+    #[serde(flatten)]
+    pub spec: FaultRuleSpec,
+    /// Times this rule has fired.
+    pub fired: u64,
+}
+
+/// Token bucket per account: `ratePerSecond` refill, `burst` capacity.
+#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Throttling {
+    pub rate_per_second: f64,
+    pub burst: u32,
+}
+
+/// Who made a call.
+#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum Actor {
+    /// A caller holding an account's API key (the provider, a test, a user).
+    Api,
+    /// An outside actor (autoscaler, another team) acting via the admin API.
+    External,
+    /// The admin API itself (reset, inspection, fault set-up).
+    Admin,
+    /// A call without valid credentials.
+    Anonymous,
+}
+
+impl Actor {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Actor::Api => "api",
+            Actor::External => "external",
+            Actor::Admin => "admin",
+            Actor::Anonymous => "anonymous",
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditEntry {
+    pub seq: i64,
+    pub time: Timestamp,
+    /// Account the call acted for; absent for unauthenticated and global admin calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    pub actor: Actor,
+    pub method: String,
+    pub path: String,
+    pub status: u16,
+    pub request_id: String,
+}
+
+/// Filters for `GET /admin/audit`; all optional, combined with AND.
+#[derive(Serialize, Deserialize, ToSchema, utoipa::IntoParams, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct AuditQuery {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<Actor>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_prefix: Option<String>,
+    /// Only calls that are not GET/HEAD.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mutating: Option<bool>,
+    /// Only entries with a larger `seq`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_seq: Option<i64>,
+}

@@ -1,0 +1,307 @@
+//! Building the router and running the server, embeddable in-process.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::middleware::from_fn_with_state;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use utoipa::OpenApi;
+
+use crate::audit::AuditLog;
+use crate::db::Db;
+use crate::error::{ApiError, Error};
+use crate::state::{AppState, SharedState};
+use crate::{admin, api, layers, openapi, request_id, ticker};
+
+/// An API key and the account it acts for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApiKey {
+    pub key: String,
+    pub account: String,
+}
+
+impl ApiKey {
+    pub fn new(key: impl Into<String>, account: impl Into<String>) -> ApiKey {
+        ApiKey {
+            key: key.into(),
+            account: account.into(),
+        }
+    }
+
+    /// Parses `KEY=ACCOUNT`.
+    pub fn parse(spec: &str) -> Result<ApiKey, Error> {
+        match spec.split_once('=') {
+            Some((key, account)) if !key.is_empty() && !account.is_empty() => {
+                Ok(ApiKey::new(key.trim(), account.trim()))
+            }
+            _ => Err(Error::ApiKeySpec(spec.to_string())),
+        }
+    }
+}
+
+/// Account of the key minted when none is configured.
+pub const DEV_ACCOUNT: &str = "dev";
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Address to bind; port 0 picks a free one.
+    pub listen: SocketAddr,
+    /// SQLite file path, or `:memory:`.
+    pub database: String,
+    /// Empty: one random key for account `dev` is minted.
+    pub api_keys: Vec<ApiKey>,
+    /// `None`: a random token is minted.
+    pub admin_token: Option<String>,
+    /// Provisioning delay of every kind until the admin API changes it.
+    pub default_delay: Duration,
+}
+
+impl Config {
+    /// A server on a free loopback port over `database`, 2 s provisioning.
+    pub fn new(database: impl Into<String>) -> Config {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            database: database.into(),
+            api_keys: Vec::new(),
+            admin_token: None,
+            default_delay: Duration::from_secs(2),
+        }
+    }
+}
+
+/// A started server. Dropping it without `shutdown` leaves the task running
+/// until the runtime ends.
+pub struct RunningServer {
+    addr: SocketAddr,
+    api_keys: Vec<ApiKey>,
+    admin_token: String,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<Result<(), Error>>,
+}
+
+impl RunningServer {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://<addr>`, no trailing slash.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The first configured key (the dev key when none was configured).
+    pub fn api_key(&self) -> &str {
+        &self.api_keys[0].key
+    }
+
+    /// The account of `api_key()`.
+    pub fn account(&self) -> &str {
+        &self.api_keys[0].account
+    }
+
+    pub fn api_keys(&self) -> &[ApiKey] {
+        &self.api_keys
+    }
+
+    pub fn admin_token(&self) -> &str {
+        &self.admin_token
+    }
+
+    /// Stops accepting, finishes in-flight requests, flushes the audit log
+    /// and closes the database.
+    pub async fn shutdown(self) -> Result<(), Error> {
+        let _ = self.stop.send(());
+        match self.task.await {
+            Ok(result) => result,
+            Err(err) => Err(Error::Serve(std::io::Error::other(err))),
+        }
+    }
+}
+
+fn random_token(prefix: &str) -> String {
+    format!("{prefix}{}", hex::encode(rand::random::<[u8; 16]>()))
+}
+
+/// Opens the database, binds and serves in a background task.
+pub async fn spawn(config: Config) -> Result<RunningServer, Error> {
+    let db = Db::open(&config.database).await?;
+    let mut api_keys = config.api_keys.clone();
+    if api_keys.is_empty() {
+        api_keys.push(ApiKey::new(random_token("fcdev_"), DEV_ACCOUNT));
+    }
+    let admin_token = config
+        .admin_token
+        .clone()
+        .unwrap_or_else(|| random_token("fcadmin_"));
+    let key_map: HashMap<String, String> = api_keys
+        .iter()
+        .map(|k| (k.key.clone(), k.account.clone()))
+        .collect();
+    let (audit, audit_task) = AuditLog::start(db.write.clone());
+    let default_delay_ms = u64::try_from(config.default_delay.as_millis()).unwrap_or(u64::MAX);
+    let state: SharedState = Arc::new(AppState::new(
+        db.clone(),
+        key_map,
+        admin_token.clone(),
+        default_delay_ms,
+        audit.clone(),
+    ));
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|source| Error::Bind {
+            addr: config.listen,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| Error::Bind {
+        addr: config.listen,
+        source,
+    })?;
+    let ticker_task = tokio::spawn(ticker::run(state.clone()));
+    let app = router(state);
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let served = axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = stopped.await;
+            })
+            .await;
+        ticker_task.abort();
+        audit.flush().await;
+        audit_task.abort();
+        db.close().await;
+        served.map_err(Error::Serve)
+    });
+    tracing::info!(%addr, database = %config.database, "fakecloud listening");
+    Ok(RunningServer {
+        addr,
+        api_keys,
+        admin_token,
+        stop,
+        task,
+    })
+}
+
+pub fn router(state: SharedState) -> Router {
+    let v1 = Router::new()
+        .route("/v1/regions/{region}/vpcs", post(api::create_vpc).get(api::list_vpcs))
+        .route(
+            "/v1/regions/{region}/vpcs/{id}",
+            get(api::get_vpc).patch(api::patch_vpc).delete(api::delete_vpc),
+        )
+        .route(
+            "/v1/regions/{region}/subnets",
+            post(api::create_subnet).get(api::list_subnets),
+        )
+        .route(
+            "/v1/regions/{region}/subnets/{id}",
+            get(api::get_subnet).patch(api::patch_subnet).delete(api::delete_subnet),
+        )
+        .route(
+            "/v1/regions/{region}/clusters/{cluster}/nodegroups",
+            post(api::create_node_group).get(api::list_node_groups),
+        )
+        .route(
+            "/v1/regions/{region}/clusters/{cluster}/nodegroups/{name}",
+            get(api::get_node_group)
+                .patch(api::patch_node_group)
+                .delete(api::delete_node_group),
+        )
+        .route(
+            "/v1/regions/{region}/databaseInstances",
+            post(api::create_database).get(api::list_databases),
+        )
+        .route(
+            "/v1/regions/{region}/databaseInstances/{identifier}",
+            get(api::get_database)
+                .patch(api::patch_database)
+                .delete(api::delete_database),
+        )
+        .route(
+            "/v1/regions/{region}/databaseInstances/{identifier}/authenticate",
+            post(api::authenticate_database),
+        )
+        .route_layer(from_fn_with_state(state.clone(), layers::api_auth));
+    let admin = Router::new()
+        .route("/admin/reset", post(admin::reset))
+        .route("/admin/resources", get(admin::list_resources))
+        .route(
+            "/admin/resources/{kind}/{id}",
+            get(admin::get_resource).patch(admin::patch_resource),
+        )
+        .route("/admin/timing", get(admin::get_timing))
+        .route("/admin/timing/{kind}", put(admin::set_timing))
+        .route(
+            "/admin/faults",
+            get(admin::list_faults)
+                .post(admin::add_fault)
+                .delete(admin::clear_faults),
+        )
+        .route("/admin/faults/{id}", axum::routing::delete(admin::remove_fault))
+        .route(
+            "/admin/throttling",
+            get(admin::get_throttling)
+                .put(admin::set_throttling)
+                .delete(admin::clear_throttling),
+        )
+        .route("/admin/audit", get(admin::get_audit))
+        .route_layer(from_fn_with_state(state.clone(), layers::admin_auth));
+    Router::new()
+        .merge(v1)
+        .merge(admin)
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route("/openapi.json", get(openapi_json))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(from_fn_with_state(state.clone(), layers::observe))
+        .layer(axum::middleware::from_fn(request_id::middleware))
+        .with_state(state)
+}
+
+async fn readyz(State(state): State<SharedState>) -> Response {
+    match sqlx::query("SELECT 1").execute(&state.db.read).await {
+        Ok(_) => "ready".into_response(),
+        Err(err) => {
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "NotReady", err.to_string())
+                .into_response()
+        }
+    }
+}
+
+async fn metrics(State(state): State<SharedState>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.metrics.encode(),
+    )
+        .into_response()
+}
+
+async fn openapi_json() -> Response {
+    static DOC: OnceLock<String> = OnceLock::new();
+    let doc = DOC.get_or_init(|| openapi::ApiDoc::openapi().to_json().unwrap_or_default());
+    ([(header::CONTENT_TYPE, "application/json")], doc.clone()).into_response()
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("NotFound", "no such route")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "MethodNotAllowed",
+        "method not allowed on this route",
+    )
+}
