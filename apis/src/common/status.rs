@@ -1,0 +1,44 @@
+//! The status every managed resource shares.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::condition::{Condition, set_condition};
+
+/// The observed state of the managed resource: its conditions and everything
+/// the cloud reports about the external resource.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ManagedStatus<A> {
+    /// `Ready` and `Synced`, one entry per type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<Condition>,
+    /// Everything the cloud reports about the external resource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_provider: Option<A>,
+}
+
+// Not derived: a derive would demand `A: Default`, which an empty status
+// does not need.
+impl<A> Default for ManagedStatus<A> {
+    fn default() -> Self {
+        Self {
+            conditions: Vec::new(),
+            at_provider: None,
+        }
+    }
+}
+
+impl<A> ManagedStatus<A> {
+    /// The condition of the given type, if set.
+    pub fn condition(&self, type_: &str) -> Option<&Condition> {
+        self.conditions.iter().find(|c| c.type_ == type_)
+    }
+
+    /// Sets a condition; see [`set_condition`] for when the transition time
+    /// moves. Returns whether anything changed.
+    pub fn set_condition(&mut self, condition: Condition) -> bool {
+        set_condition(&mut self.conditions, condition)
+    }
+}

@@ -1,0 +1,294 @@
+//! Generation of `package/crds/*.yaml` and `package/mrds/*.yaml` from the
+//! Rust types.
+//!
+//! The files are committed so that `kubectl apply` and `crossplane xpkg
+//! build` need no Rust toolchain; [`stale_files`] lets a test fail when they
+//! no longer match the types.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, CustomResourceDefinitionSpec,
+};
+use kube::CustomResourceExt;
+use kube::core::ObjectMeta;
+use serde::{Deserialize, Serialize};
+
+use crate::kinds::{DatabaseInstance, NodeGroup, ProviderConfig, ProviderConfigUsage, Subnet, Vpc};
+use crate::managed::Managed;
+
+/// The command that regenerates the files, as the README and the file
+/// headers state it.
+pub const REGENERATE_COMMAND: &str = "cargo run -p apis --bin generate";
+
+/// API version of Crossplane's `ManagedResourceDefinition`.
+pub const MRD_API_VERSION: &str = "apiextensions.crossplane.io/v1alpha1";
+
+/// Folder, under the package root, of the generated CRDs.
+pub const CRDS_DIR: &str = "crds";
+/// Folder, under the package root, of the generated MRDs.
+pub const MRDS_DIR: &str = "mrds";
+
+/// Why generation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum GenerateError {
+    /// A manifest could not be rendered as YAML.
+    #[error("cannot render {name} as YAML")]
+    Render {
+        /// Name of the manifest.
+        name: String,
+        /// The serializer's error.
+        #[source]
+        source: serde_yaml::Error,
+    },
+    /// A file or folder could not be read, written or removed.
+    #[error("cannot {action} {path}")]
+    Io {
+        /// What was attempted.
+        action: &'static str,
+        /// The path it was attempted on.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Whether Crossplane creates the CRD of an MRD.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MrdState {
+    /// The CRD exists.
+    Active,
+    /// The CRD is not created until a `ManagedResourceActivationPolicy`
+    /// activates the MRD.
+    Inactive,
+}
+
+/// One documented connection-detail key of an MRD.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectionDetailDoc {
+    /// The Secret data key.
+    pub name: String,
+    /// What the value is.
+    pub description: String,
+}
+
+/// `spec` of a `ManagedResourceDefinition`: a CRD spec plus the connection
+/// details and the activation state (seed 002).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManagedResourceDefinitionSpec {
+    /// The CRD spec.
+    #[serde(flatten)]
+    pub crd: CustomResourceDefinitionSpec,
+    /// The keys the kind writes to its connection Secret.
+    pub connection_details: Vec<ConnectionDetailDoc>,
+    /// `Inactive`: this provider has the `late-mr-activation` capability.
+    pub state: MrdState,
+}
+
+/// Crossplane's `ManagedResourceDefinition`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManagedResourceDefinition {
+    /// `apiextensions.crossplane.io/v1alpha1`.
+    pub api_version: String,
+    /// `ManagedResourceDefinition`.
+    pub kind: String,
+    /// Named like the CRD: `<plural>.<group>`.
+    pub metadata: ObjectMeta,
+    /// The CRD spec plus connection details and state.
+    pub spec: ManagedResourceDefinitionSpec,
+}
+
+/// The MRD of a managed kind, documenting [`Managed::CONNECTION_DETAILS`].
+pub fn mrd<M: Managed>() -> ManagedResourceDefinition {
+    let crd = M::crd();
+    ManagedResourceDefinition {
+        api_version: MRD_API_VERSION.to_owned(),
+        kind: "ManagedResourceDefinition".to_owned(),
+        metadata: ObjectMeta {
+            name: crd.metadata.name.clone(),
+            ..ObjectMeta::default()
+        },
+        spec: ManagedResourceDefinitionSpec {
+            crd: crd.spec,
+            connection_details: M::CONNECTION_DETAILS
+                .iter()
+                .map(|d| ConnectionDetailDoc {
+                    name: d.name.to_owned(),
+                    description: d.description.to_owned(),
+                })
+                .collect(),
+            state: MrdState::Inactive,
+        },
+    }
+}
+
+/// The CRDs of every kind: the four managed kinds, then `ProviderConfig`
+/// and `ProviderConfigUsage`.
+pub fn crds() -> Vec<CustomResourceDefinition> {
+    vec![
+        Vpc::crd(),
+        Subnet::crd(),
+        NodeGroup::crd(),
+        DatabaseInstance::crd(),
+        ProviderConfig::crd(),
+        ProviderConfigUsage::crd(),
+    ]
+}
+
+/// The MRDs of the four managed kinds.
+pub fn mrds() -> Vec<ManagedResourceDefinition> {
+    vec![
+        mrd::<Vpc>(),
+        mrd::<Subnet>(),
+        mrd::<NodeGroup>(),
+        mrd::<DatabaseInstance>(),
+    ]
+}
+
+/// A generated file: its path under the package root and its text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GeneratedFile {
+    /// Path relative to the package root, e.g. `crds/network.fakecloud.crossplane.io_vpcs.yaml`.
+    pub path: PathBuf,
+    /// The YAML, starting with a header that says how to regenerate it.
+    pub contents: String,
+}
+
+/// The folder `package/` of this repository.
+pub fn default_package_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("package")
+}
+
+fn file_name(group: &str, plural: &str) -> String {
+    format!("{group}_{plural}.yaml")
+}
+
+fn render(name: &str, manifest: &impl Serialize) -> Result<String, GenerateError> {
+    let yaml = serde_yaml::to_string(manifest).map_err(|source| GenerateError::Render {
+        name: name.to_owned(),
+        source,
+    })?;
+    Ok(format!(
+        "# Generated from the Rust types in apis/src by `{REGENERATE_COMMAND}`.\n\
+         # Do not edit: change the types and run the command again.\n{yaml}"
+    ))
+}
+
+/// Every generated file, rendered in memory.
+pub fn generated_files() -> Result<Vec<GeneratedFile>, GenerateError> {
+    let mut files = Vec::new();
+    for crd in crds() {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        files.push(GeneratedFile {
+            path: Path::new(CRDS_DIR).join(file_name(&crd.spec.group, &crd.spec.names.plural)),
+            contents: render(&name, &crd)?,
+        });
+    }
+    for mrd in mrds() {
+        let name = mrd.metadata.name.clone().unwrap_or_default();
+        files.push(GeneratedFile {
+            path: Path::new(MRDS_DIR)
+                .join(file_name(&mrd.spec.crd.group, &mrd.spec.crd.names.plural)),
+            contents: render(&name, &mrd)?,
+        });
+    }
+    Ok(files)
+}
+
+/// The YAML files now in the generated folders, relative to the package root.
+fn existing_files(package_root: &Path) -> Result<BTreeSet<PathBuf>, GenerateError> {
+    let mut found = BTreeSet::new();
+    for dir in [CRDS_DIR, MRDS_DIR] {
+        let path = package_root.join(dir);
+        let entries = match fs::read_dir(&path) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(source) => {
+                return Err(GenerateError::Io {
+                    action: "list",
+                    path,
+                    source,
+                });
+            }
+        };
+        for entry in entries {
+            let entry = entry.map_err(|source| GenerateError::Io {
+                action: "list",
+                path: path.clone(),
+                source,
+            })?;
+            let name = entry.file_name();
+            if Path::new(&name).extension().is_some_and(|e| e == "yaml") {
+                found.insert(Path::new(dir).join(name));
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Writes every generated file under `package_root` and removes YAML files
+/// in the generated folders that generation no longer produces (a renamed
+/// kind must not leave its old CRD behind). Returns the files written.
+pub fn write(package_root: &Path) -> Result<Vec<PathBuf>, GenerateError> {
+    let files = generated_files()?;
+    let wanted: BTreeSet<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
+    for leftover in existing_files(package_root)?.difference(&wanted) {
+        let path = package_root.join(leftover);
+        fs::remove_file(&path).map_err(|source| GenerateError::Io {
+            action: "remove",
+            path,
+            source,
+        })?;
+    }
+    let mut written = Vec::new();
+    for file in files {
+        let path = package_root.join(&file.path);
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).map_err(|source| GenerateError::Io {
+                action: "create",
+                path: dir.to_owned(),
+                source,
+            })?;
+        }
+        fs::write(&path, &file.contents).map_err(|source| GenerateError::Io {
+            action: "write",
+            path: path.clone(),
+            source,
+        })?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// The files under `package_root` that differ from what generation would
+/// write now: changed, missing, or no longer generated. Empty when the
+/// committed files are current.
+pub fn stale_files(package_root: &Path) -> Result<Vec<PathBuf>, GenerateError> {
+    let files = generated_files()?;
+    let mut stale = Vec::new();
+    for file in &files {
+        let path = package_root.join(&file.path);
+        match fs::read_to_string(&path) {
+            Ok(text) if text == file.contents => {}
+            Ok(_) => stale.push(file.path.clone()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => stale.push(file.path.clone()),
+            Err(source) => {
+                return Err(GenerateError::Io {
+                    action: "read",
+                    path,
+                    source,
+                });
+            }
+        }
+    }
+    let wanted: BTreeSet<PathBuf> = files.into_iter().map(|f| f.path).collect();
+    stale.extend(existing_files(package_root)?.difference(&wanted).cloned());
+    Ok(stale)
+}

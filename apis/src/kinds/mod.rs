@@ -1,0 +1,13 @@
+//! The resource kinds, one module each.
+
+pub mod database_instance;
+pub mod nodegroup;
+pub mod provider_config;
+pub mod subnet;
+pub mod vpc;
+
+pub use database_instance::DatabaseInstance;
+pub use nodegroup::NodeGroup;
+pub use provider_config::{ProviderConfig, ProviderConfigUsage};
+pub use subnet::Subnet;
+pub use vpc::Vpc;

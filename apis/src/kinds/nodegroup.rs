@@ -1,0 +1,191 @@
+//! `NodeGroup`: worker nodes of a cluster
+//! (`compute.fakecloud.crossplane.io/v1alpha1`).
+
+use std::collections::BTreeMap;
+
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::common::{ManagedStatus, Reference, ResourceSpec, Selector};
+use crate::rules::{
+    immutable, min_not_above_max, required_to_create, required_to_create_or_referenced,
+};
+
+/// How many nodes the group runs. Each size can be set on its own, so that
+/// `desiredSize` can live in `initProvider` while an autoscaler owns it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = min_not_above_max("minSize", "maxSize"))]
+pub struct ScalingConfig {
+    /// Fewest nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub min_size: Option<i32>,
+    /// Most nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub max_size: Option<i32>,
+    /// Nodes wanted now, between `minSize` and `maxSize`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub desired_size: Option<i32>,
+}
+
+/// The desired state of a NodeGroup (`spec.forProvider`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeGroupParameters {
+    /// Region of the cluster. Identifies the resource, so it is always required.
+    #[x_kube(validation = immutable("region"))]
+    pub region: String,
+    /// Name of the cluster the group belongs to. Identifies the resource, so
+    /// it is always required.
+    #[x_kube(validation = immutable("clusterName"))]
+    pub cluster_name: String,
+    /// Ids of the Subnets the nodes run in. Set them directly, or let
+    /// `subnetIdRefs` / `subnetIdSelector` fill them in. Cannot change
+    /// once set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = immutable("subnetIds"))]
+    pub subnet_ids: Option<Vec<String>>,
+    /// Subnet objects whose `status.atProvider.id` become `subnetIds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subnet_id_refs: Option<Vec<Reference>>,
+    /// Selects the Subnet objects whose `status.atProvider.id` become
+    /// `subnetIds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subnet_id_selector: Option<Selector>,
+    /// Role the nodes run as. Needed to create; cannot change afterwards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = immutable("nodeRole"))]
+    pub node_role: Option<String>,
+    /// Instance types of the nodes. Cannot change once set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = immutable("instanceTypes"))]
+    pub instance_types: Option<Vec<String>>,
+    /// Kubernetes version of the nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Kubernetes labels put on the nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<BTreeMap<String, String>>,
+    /// Tags of the node group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<BTreeMap<String, String>>,
+    /// How many nodes the group runs. Needed to create; leave `desiredSize`
+    /// to `initProvider` when an autoscaler changes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scaling_config: Option<ScalingConfig>,
+}
+
+/// Values used only to create a NodeGroup (`spec.initProvider`);
+/// `forProvider` wins where both are set.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeGroupInitParameters {
+    /// Ids of the Subnets the nodes run in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subnet_ids: Option<Vec<String>>,
+    /// Role the nodes run as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_role: Option<String>,
+    /// Instance types of the nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_types: Option<Vec<String>>,
+    /// Kubernetes version of the nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Kubernetes labels put on the nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<BTreeMap<String, String>>,
+    /// Tags of the node group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<BTreeMap<String, String>>,
+    /// How many nodes the group starts with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scaling_config: Option<ScalingConfig>,
+}
+
+/// The observed state of a NodeGroup (`status.atProvider`): everything
+/// fakecloud reports.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeGroupObservation {
+    /// Name of the node group; also the external name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Name of the cluster the group belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_name: Option<String>,
+    /// Region of the cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// Ids of the Subnets the nodes run in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subnet_ids: Option<Vec<String>>,
+    /// Role the nodes run as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_role: Option<String>,
+    /// Instance types of the nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_types: Option<Vec<String>>,
+    /// Kubernetes version of the nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Kubernetes labels put on the nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<BTreeMap<String, String>>,
+    /// Tags of the node group, including ones set outside Crossplane.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<BTreeMap<String, String>>,
+    /// Current sizes, including changes made by an autoscaler.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scaling_config: Option<ScalingConfig>,
+    /// `CREATING`, `ACTIVE`, `UPDATING` or `DELETING`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// When the node group was created (RFC 3339, as fakecloud reports it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    /// When the node group last changed (RFC 3339, as fakecloud reports it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+}
+
+/// `status` of a NodeGroup.
+pub type NodeGroupStatus = ManagedStatus<NodeGroupObservation>;
+
+/// `spec` of a NodeGroup.
+#[derive(CustomResource, KubeSchema, Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[kube(
+    group = "compute.fakecloud.crossplane.io",
+    version = "v1alpha1",
+    kind = "NodeGroup",
+    singular = "nodegroup",
+    plural = "nodegroups",
+    status = "NodeGroupStatus",
+    derive = "PartialEq",
+    doc = "A NodeGroup: worker nodes of a fakecloud cluster.",
+    category = "crossplane",
+    category = "managed",
+    category = "fakecloud",
+    printcolumn = r#"{"name":"READY","type":"string","jsonPath":".status.conditions[?(@.type=='Ready')].status"}"#,
+    printcolumn = r#"{"name":"SYNCED","type":"string","jsonPath":".status.conditions[?(@.type=='Synced')].status"}"#,
+    printcolumn = r#"{"name":"EXTERNAL-NAME","type":"string","jsonPath":".metadata.annotations.crossplane\\.io/external-name"}"#,
+    printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[x_kube(validation = required_to_create("nodeRole"))]
+#[x_kube(validation = required_to_create_or_referenced("subnetIds", &["subnetIdRefs", "subnetIdSelector"]))]
+#[x_kube(validation = required_to_create("scalingConfig"))]
+#[serde(rename_all = "camelCase")]
+pub struct NodeGroupSpec {
+    /// The Crossplane fields: policies, provider config, connection secret.
+    #[serde(flatten)]
+    pub resource: ResourceSpec,
+    /// The desired state of the node group.
+    pub for_provider: NodeGroupParameters,
+    /// Values used only when creating the node group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_provider: Option<NodeGroupInitParameters>,
+}

@@ -1,0 +1,146 @@
+//! `Subnet`: a range of a VPC in one availability zone
+//! (`network.fakecloud.crossplane.io/v1alpha1`).
+
+use std::collections::BTreeMap;
+
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::common::{ManagedStatus, Reference, ResourceSpec, Selector};
+use crate::rules::{immutable, required_to_create, required_to_create_or_referenced};
+
+/// The desired state of a Subnet (`spec.forProvider`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubnetParameters {
+    /// Region of the Subnet. Identifies the resource, so it is always required.
+    #[x_kube(validation = immutable("region"))]
+    pub region: String,
+    /// Id of the VPC the Subnet belongs to. Set it directly, or let
+    /// `vpcIdRef` / `vpcIdSelector` fill it in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = immutable("vpcId"))]
+    pub vpc_id: Option<String>,
+    /// The VPC object whose `status.atProvider.id` becomes `vpcId`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vpc_id_ref: Option<Reference>,
+    /// Selects the VPC object whose `status.atProvider.id` becomes `vpcId`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vpc_id_selector: Option<Selector>,
+    /// IPv4 range of the Subnet, inside the VPC's range. Needed to create;
+    /// cannot change afterwards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = immutable("cidrBlock"))]
+    pub cidr_block: Option<String>,
+    /// Availability zone of the Subnet, e.g. `eu-west-1a`. Needed to
+    /// create; cannot change afterwards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = immutable("availabilityZone"))]
+    pub availability_zone: Option<String>,
+    /// Whether instances launched in the Subnet get a public IP address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map_public_ip_on_launch: Option<bool>,
+    /// Tags of the Subnet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<BTreeMap<String, String>>,
+}
+
+/// Values used only to create a Subnet (`spec.initProvider`); `forProvider`
+/// wins where both are set.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubnetInitParameters {
+    /// Id of the VPC the Subnet belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vpc_id: Option<String>,
+    /// IPv4 range of the Subnet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cidr_block: Option<String>,
+    /// Availability zone of the Subnet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub availability_zone: Option<String>,
+    /// Whether instances launched in the Subnet get a public IP address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map_public_ip_on_launch: Option<bool>,
+    /// Tags of the Subnet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<BTreeMap<String, String>>,
+}
+
+/// The observed state of a Subnet (`status.atProvider`): everything
+/// fakecloud reports.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubnetObservation {
+    /// Cloud-assigned id, `subnet-` and 17 hex digits; also the external name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Region of the Subnet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// Id of the VPC the Subnet belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vpc_id: Option<String>,
+    /// IPv4 range of the Subnet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cidr_block: Option<String>,
+    /// Availability zone of the Subnet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub availability_zone: Option<String>,
+    /// Whether instances launched in the Subnet get a public IP address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map_public_ip_on_launch: Option<bool>,
+    /// Tags of the Subnet, including ones set outside Crossplane.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<BTreeMap<String, String>>,
+    /// How many addresses of the range are still free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub available_ip_address_count: Option<i64>,
+    /// `pending` or `available`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// When the Subnet was created (RFC 3339, as fakecloud reports it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    /// When the Subnet last changed (RFC 3339, as fakecloud reports it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+}
+
+/// `status` of a Subnet.
+pub type SubnetStatus = ManagedStatus<SubnetObservation>;
+
+/// `spec` of a Subnet.
+#[derive(CustomResource, KubeSchema, Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[kube(
+    group = "network.fakecloud.crossplane.io",
+    version = "v1alpha1",
+    kind = "Subnet",
+    singular = "subnet",
+    plural = "subnets",
+    status = "SubnetStatus",
+    derive = "PartialEq",
+    doc = "A Subnet: a range of a VPC's addresses in one availability zone.",
+    category = "crossplane",
+    category = "managed",
+    category = "fakecloud",
+    printcolumn = r#"{"name":"READY","type":"string","jsonPath":".status.conditions[?(@.type=='Ready')].status"}"#,
+    printcolumn = r#"{"name":"SYNCED","type":"string","jsonPath":".status.conditions[?(@.type=='Synced')].status"}"#,
+    printcolumn = r#"{"name":"EXTERNAL-NAME","type":"string","jsonPath":".metadata.annotations.crossplane\\.io/external-name"}"#,
+    printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[x_kube(validation = required_to_create_or_referenced("vpcId", &["vpcIdRef", "vpcIdSelector"]))]
+#[x_kube(validation = required_to_create("cidrBlock"))]
+#[x_kube(validation = required_to_create("availabilityZone"))]
+#[serde(rename_all = "camelCase")]
+pub struct SubnetSpec {
+    /// The Crossplane fields: policies, provider config, connection secret.
+    #[serde(flatten)]
+    pub resource: ResourceSpec,
+    /// The desired state of the Subnet.
+    pub for_provider: SubnetParameters,
+    /// Values used only when creating the Subnet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_provider: Option<SubnetInitParameters>,
+}
