@@ -1,0 +1,851 @@
+//! Typed HTTP client for fakecloud (feature `client`).
+//!
+//! `Client` speaks the `/v1` API with an account's key: one method per
+//! operation, typed errors carrying the problem `code`, retries with backoff
+//! on 429/5xx that honour `Retry-After`, and an idempotency key on every
+//! create so a retried create never makes a second resource. `AdminClient`
+//! speaks `/admin` with the admin token.
+
+use std::time::Duration;
+
+use backon::{ExponentialBuilder, Retryable};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::{Method, StatusCode};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::model::{
+    AdminResource, AuditEntry, AuditQuery, CreateDatabaseInstance, CreateNodeGroup,
+    CreateSubnet, CreateVpc, Credentials, DatabaseInstance, FaultRule, FaultRuleSpec, Kind,
+    NodeGroup, Page, Problem, Subnet, Throttling, Timing, TimingTable, Vpc,
+};
+
+/// Longest `Retry-After` the client will sleep for; a longer one is capped
+/// so a misbehaving server cannot park a caller for minutes.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The server answered with a problem document.
+    #[error("{method} {path}: {status} {code}: {detail} (request {request_id})")]
+    Api {
+        method: String,
+        path: String,
+        status: u16,
+        code: String,
+        detail: String,
+        field: Option<String>,
+        request_id: String,
+        retry_after: Option<Duration>,
+    },
+    #[error("{method} {path}: {source}")]
+    Transport {
+        method: String,
+        path: String,
+        source: reqwest::Error,
+    },
+    #[error("{method} {path}: decoding the {status} response: {message}")]
+    Decode {
+        method: String,
+        path: String,
+        status: u16,
+        message: String,
+    },
+}
+
+impl ClientError {
+    /// The problem `code` (`InvalidVpcID.NotFound`, ...), for API errors.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            ClientError::Api { code, .. } => Some(code),
+            _ => None,
+        }
+    }
+
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ClientError::Api { status, .. } | ClientError::Decode { status, .. } => Some(*status),
+            ClientError::Transport { source, .. } => source.status().map(|s| s.as_u16()),
+        }
+    }
+
+    pub fn request_id(&self) -> Option<&str> {
+        match self {
+            ClientError::Api { request_id, .. } => Some(request_id),
+            _ => None,
+        }
+    }
+
+    /// The request field the server blamed, for 400s.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            ClientError::Api { field, .. } => field.as_deref(),
+            _ => None,
+        }
+    }
+
+    pub fn is_not_found(&self) -> bool {
+        self.status() == Some(404)
+    }
+
+    pub fn is_conflict(&self) -> bool {
+        self.status() == Some(409)
+    }
+
+    pub fn is_precondition_failed(&self) -> bool {
+        self.status() == Some(412)
+    }
+
+    /// Throttling, server errors and connection failures: worth a retry.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ClientError::Api { status, .. } => *status == 429 || *status >= 500,
+            ClientError::Transport { source, .. } => source.is_connect() || source.is_timeout(),
+            ClientError::Decode { .. } => false,
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ClientError::Api { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, ClientError>;
+
+/// How the client retries retryable failures.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt; 0 disables retrying.
+    pub max_retries: usize,
+    pub min_delay: Duration,
+    pub max_delay: Duration,
+}
+
+impl RetryPolicy {
+    pub fn none() -> RetryPolicy {
+        RetryPolicy {
+            max_retries: 0,
+            ..RetryPolicy::default()
+        }
+    }
+}
+
+impl Default for RetryPolicy {
+    /// 4 retries, 100 ms doubling up to 5 s (with jitter).
+    fn default() -> RetryPolicy {
+        RetryPolicy {
+            max_retries: 4,
+            min_delay: Duration::from_millis(100),
+            max_delay: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A resource with the ETag to send back as `If-Match`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Versioned<T> {
+    pub resource: T,
+    pub etag: String,
+}
+
+/// List paging and tag filters.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ListOptions {
+    pub page_size: Option<u32>,
+    pub page_token: Option<String>,
+    /// `(key, Some(value))` must equal; `(key, None)` must exist.
+    pub tags: Vec<(String, Option<String>)>,
+}
+
+impl ListOptions {
+    fn query(&self) -> Vec<(String, String)> {
+        let mut query = Vec::new();
+        if let Some(size) = self.page_size {
+            query.push(("pageSize".to_string(), size.to_string()));
+        }
+        if let Some(token) = &self.page_token {
+            query.push(("pageToken".to_string(), token.clone()));
+        }
+        for (key, value) in &self.tags {
+            let filter = match value {
+                Some(value) => format!("{key}={value}"),
+                None => key.clone(),
+            };
+            query.push(("tag".to_string(), filter));
+        }
+        query
+    }
+}
+
+/// One HTTP exchange's result.
+struct Reply {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Vec<u8>,
+}
+
+/// What both clients share: base URL, bearer token, retry policy.
+#[derive(Clone, Debug)]
+struct Transport {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+    retry: RetryPolicy,
+}
+
+struct Call {
+    method: Method,
+    path: String,
+    query: Vec<(String, String)>,
+    body: Option<Vec<u8>>,
+    headers: Vec<(HeaderName, String)>,
+}
+
+impl Call {
+    fn new(method: Method, path: String) -> Self {
+        Call {
+            method,
+            path,
+            query: Vec::new(),
+            body: None,
+            headers: Vec::new(),
+        }
+    }
+
+    fn json(mut self, body: &impl Serialize) -> Result<Self> {
+        let encoded = serde_json::to_vec(body).map_err(|e| ClientError::Decode {
+            method: self.method.to_string(),
+            path: self.path.clone(),
+            status: 0,
+            message: format!("encoding the request: {e}"),
+        })?;
+        self.body = Some(encoded);
+        Ok(self)
+    }
+
+    fn header(mut self, name: &'static str, value: Option<&str>) -> Self {
+        if let Some(value) = value {
+            self.headers
+                .push((HeaderName::from_static(name), value.to_string()));
+        }
+        self
+    }
+
+    fn query(mut self, query: Vec<(String, String)>) -> Self {
+        self.query = query;
+        self
+    }
+}
+
+impl Transport {
+    fn new(base_url: String, token: String, retry: RetryPolicy) -> Transport {
+        Transport {
+            http: reqwest::Client::new(),
+            base: base_url.trim_end_matches('/').to_string(),
+            token,
+            retry,
+        }
+    }
+
+    async fn attempt(&self, call: &Call) -> Result<Reply> {
+        let mut request = self
+            .http
+            .request(call.method.clone(), format!("{}{}", self.base, call.path))
+            .bearer_auth(&self.token);
+        if !call.query.is_empty() {
+            request = request.query(&call.query);
+        }
+        for (name, value) in &call.headers {
+            if let Ok(value) = HeaderValue::from_str(value) {
+                request = request.header(name.clone(), value);
+            }
+        }
+        if let Some(body) = &call.body {
+            request = request
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.clone());
+        }
+        let transport = |source| ClientError::Transport {
+            method: call.method.to_string(),
+            path: call.path.clone(),
+            source,
+        };
+        let response = request.send().await.map_err(transport)?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = response.bytes().await.map_err(transport)?.to_vec();
+        if status.is_success() {
+            return Ok(Reply {
+                status,
+                headers,
+                body,
+            });
+        }
+        let retry_after = headers
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let problem: Option<Problem> = serde_json::from_slice(&body).ok();
+        let request_id = headers
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        Err(match problem {
+            Some(p) => ClientError::Api {
+                method: call.method.to_string(),
+                path: call.path.clone(),
+                status: status.as_u16(),
+                code: p.code,
+                detail: p.detail,
+                field: p.field,
+                request_id: if p.request_id.is_empty() {
+                    request_id
+                } else {
+                    p.request_id
+                },
+                retry_after,
+            },
+            None => ClientError::Api {
+                method: call.method.to_string(),
+                path: call.path.clone(),
+                status: status.as_u16(),
+                code: "Unknown".to_string(),
+                detail: String::from_utf8_lossy(&body).chars().take(200).collect(),
+                field: None,
+                request_id,
+                retry_after,
+            },
+        })
+    }
+
+    async fn send(&self, call: Call) -> Result<Reply> {
+        if self.retry.max_retries == 0 {
+            return self.attempt(&call).await;
+        }
+        let backoff = ExponentialBuilder::default()
+            .with_min_delay(self.retry.min_delay)
+            .with_max_delay(self.retry.max_delay)
+            .with_max_times(self.retry.max_retries)
+            .with_jitter();
+        (|| self.attempt(&call))
+            .retry(backoff)
+            .when(ClientError::is_retryable)
+            .adjust(|err, delay| {
+                // Out of attempts stays out; otherwise the server's word wins.
+                delay.map(|d| err.retry_after().map_or(d, |r| r.min(MAX_RETRY_AFTER)))
+            })
+            .notify(|err, delay| tracing::debug!(%err, ?delay, "retrying fakecloud call"))
+            .await
+    }
+
+    fn decode<T: DeserializeOwned>(&self, call_path: &str, reply: &Reply) -> Result<T> {
+        serde_json::from_slice(&reply.body).map_err(|e| ClientError::Decode {
+            method: String::new(),
+            path: call_path.to_string(),
+            status: reply.status.as_u16(),
+            message: e.to_string(),
+        })
+    }
+
+    async fn json<T: DeserializeOwned>(&self, call: Call) -> Result<T> {
+        let path = call.path.clone();
+        let reply = self.send(call).await?;
+        self.decode(&path, &reply)
+    }
+
+    async fn versioned<T: DeserializeOwned>(&self, call: Call) -> Result<Versioned<T>> {
+        let path = call.path.clone();
+        let reply = self.send(call).await?;
+        let etag = reply
+            .headers
+            .get(reqwest::header::ETAG)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        Ok(Versioned {
+            resource: self.decode(&path, &reply)?,
+            etag,
+        })
+    }
+}
+
+/// Percent-encodes one path segment (names are validated server-side, but
+/// a caller's typo must not turn into another path).
+fn segment(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// Client of the `/v1` API for one account.
+#[derive(Clone, Debug)]
+pub struct Client {
+    transport: Transport,
+}
+
+impl Client {
+    pub fn new(base_url: impl Into<String>, api_key: impl Into<String>) -> Client {
+        Client {
+            transport: Transport::new(base_url.into(), api_key.into(), RetryPolicy::default()),
+        }
+    }
+
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Client {
+        self.transport.retry = retry;
+        self
+    }
+
+    /// Uses a caller-built reqwest client (timeouts, pools).
+    pub fn with_http_client(mut self, http: reqwest::Client) -> Client {
+        self.transport.http = http;
+        self
+    }
+
+    fn region_path(region: &str, rest: &str) -> String {
+        format!("/v1/regions/{}/{rest}", segment(region))
+    }
+
+    async fn create<T: DeserializeOwned>(
+        &self,
+        path: String,
+        body: &impl Serialize,
+        idempotency_key: Option<&str>,
+    ) -> Result<Versioned<T>> {
+        // Without a caller key, one per logical call still makes retries safe.
+        let generated = uuid::Uuid::new_v4().to_string();
+        let key = idempotency_key.unwrap_or(&generated);
+        let call = Call::new(Method::POST, path)
+            .json(body)?
+            .header("idempotency-key", Some(key));
+        self.transport.versioned(call).await
+    }
+
+    async fn get<T: DeserializeOwned>(&self, path: String) -> Result<Versioned<T>> {
+        self.transport
+            .versioned(Call::new(Method::GET, path))
+            .await
+    }
+
+    async fn list<T: DeserializeOwned>(&self, path: String, options: &ListOptions) -> Result<Page<T>> {
+        self.transport
+            .json(Call::new(Method::GET, path).query(options.query()))
+            .await
+    }
+
+    async fn patch<T: DeserializeOwned>(
+        &self,
+        path: String,
+        patch: &impl Serialize,
+        if_match: Option<&str>,
+    ) -> Result<Versioned<T>> {
+        let call = Call::new(Method::PATCH, path)
+            .json(patch)?
+            .header("if-match", if_match);
+        self.transport.versioned(call).await
+    }
+
+    async fn delete(&self, path: String) -> Result<()> {
+        self.transport
+            .send(Call::new(Method::DELETE, path))
+            .await
+            .map(|_| ())
+    }
+
+    // ------------------------------------------------------------ VPC
+
+    pub async fn create_vpc(
+        &self,
+        region: &str,
+        body: &CreateVpc,
+        idempotency_key: Option<&str>,
+    ) -> Result<Versioned<Vpc>> {
+        self.create(Self::region_path(region, "vpcs"), body, idempotency_key)
+            .await
+    }
+
+    pub async fn get_vpc(&self, region: &str, id: &str) -> Result<Versioned<Vpc>> {
+        self.get(Self::region_path(region, &format!("vpcs/{}", segment(id))))
+            .await
+    }
+
+    pub async fn list_vpcs(&self, region: &str, options: &ListOptions) -> Result<Page<Vpc>> {
+        self.list(Self::region_path(region, "vpcs"), options).await
+    }
+
+    /// `patch`: a `VpcPatch` or any JSON merge patch.
+    pub async fn patch_vpc(
+        &self,
+        region: &str,
+        id: &str,
+        patch: &impl Serialize,
+        if_match: Option<&str>,
+    ) -> Result<Versioned<Vpc>> {
+        self.patch(
+            Self::region_path(region, &format!("vpcs/{}", segment(id))),
+            patch,
+            if_match,
+        )
+        .await
+    }
+
+    pub async fn delete_vpc(&self, region: &str, id: &str) -> Result<()> {
+        self.delete(Self::region_path(region, &format!("vpcs/{}", segment(id))))
+            .await
+    }
+
+    // ------------------------------------------------------------ Subnet
+
+    pub async fn create_subnet(
+        &self,
+        region: &str,
+        body: &CreateSubnet,
+        idempotency_key: Option<&str>,
+    ) -> Result<Versioned<Subnet>> {
+        self.create(Self::region_path(region, "subnets"), body, idempotency_key)
+            .await
+    }
+
+    pub async fn get_subnet(&self, region: &str, id: &str) -> Result<Versioned<Subnet>> {
+        self.get(Self::region_path(region, &format!("subnets/{}", segment(id))))
+            .await
+    }
+
+    pub async fn list_subnets(&self, region: &str, options: &ListOptions) -> Result<Page<Subnet>> {
+        self.list(Self::region_path(region, "subnets"), options)
+            .await
+    }
+
+    pub async fn patch_subnet(
+        &self,
+        region: &str,
+        id: &str,
+        patch: &impl Serialize,
+        if_match: Option<&str>,
+    ) -> Result<Versioned<Subnet>> {
+        self.patch(
+            Self::region_path(region, &format!("subnets/{}", segment(id))),
+            patch,
+            if_match,
+        )
+        .await
+    }
+
+    pub async fn delete_subnet(&self, region: &str, id: &str) -> Result<()> {
+        self.delete(Self::region_path(region, &format!("subnets/{}", segment(id))))
+            .await
+    }
+
+    // ------------------------------------------------------------ NodeGroup
+
+    fn node_group_path(region: &str, cluster: &str, name: Option<&str>) -> String {
+        let base = Self::region_path(region, &format!("clusters/{}/nodegroups", segment(cluster)));
+        match name {
+            Some(name) => format!("{base}/{}", segment(name)),
+            None => base,
+        }
+    }
+
+    pub async fn create_node_group(
+        &self,
+        region: &str,
+        cluster: &str,
+        body: &CreateNodeGroup,
+        idempotency_key: Option<&str>,
+    ) -> Result<Versioned<NodeGroup>> {
+        self.create(
+            Self::node_group_path(region, cluster, None),
+            body,
+            idempotency_key,
+        )
+        .await
+    }
+
+    pub async fn get_node_group(
+        &self,
+        region: &str,
+        cluster: &str,
+        name: &str,
+    ) -> Result<Versioned<NodeGroup>> {
+        self.get(Self::node_group_path(region, cluster, Some(name)))
+            .await
+    }
+
+    pub async fn list_node_groups(
+        &self,
+        region: &str,
+        cluster: &str,
+        options: &ListOptions,
+    ) -> Result<Page<NodeGroup>> {
+        self.list(Self::node_group_path(region, cluster, None), options)
+            .await
+    }
+
+    pub async fn patch_node_group(
+        &self,
+        region: &str,
+        cluster: &str,
+        name: &str,
+        patch: &impl Serialize,
+        if_match: Option<&str>,
+    ) -> Result<Versioned<NodeGroup>> {
+        self.patch(
+            Self::node_group_path(region, cluster, Some(name)),
+            patch,
+            if_match,
+        )
+        .await
+    }
+
+    /// Starts deleting; the group shows `DELETING` until it is gone.
+    pub async fn delete_node_group(&self, region: &str, cluster: &str, name: &str) -> Result<()> {
+        self.delete(Self::node_group_path(region, cluster, Some(name)))
+            .await
+    }
+
+    // ------------------------------------------------------------ DatabaseInstance
+
+    fn database_path(region: &str, identifier: Option<&str>) -> String {
+        match identifier {
+            Some(id) => Self::region_path(region, &format!("databaseInstances/{}", segment(id))),
+            None => Self::region_path(region, "databaseInstances"),
+        }
+    }
+
+    pub async fn create_database_instance(
+        &self,
+        region: &str,
+        body: &CreateDatabaseInstance,
+        idempotency_key: Option<&str>,
+    ) -> Result<Versioned<DatabaseInstance>> {
+        self.create(Self::database_path(region, None), body, idempotency_key)
+            .await
+    }
+
+    pub async fn get_database_instance(
+        &self,
+        region: &str,
+        identifier: &str,
+    ) -> Result<Versioned<DatabaseInstance>> {
+        self.get(Self::database_path(region, Some(identifier)))
+            .await
+    }
+
+    pub async fn list_database_instances(
+        &self,
+        region: &str,
+        options: &ListOptions,
+    ) -> Result<Page<DatabaseInstance>> {
+        self.list(Self::database_path(region, None), options).await
+    }
+
+    pub async fn patch_database_instance(
+        &self,
+        region: &str,
+        identifier: &str,
+        patch: &impl Serialize,
+        if_match: Option<&str>,
+    ) -> Result<Versioned<DatabaseInstance>> {
+        self.patch(Self::database_path(region, Some(identifier)), patch, if_match)
+            .await
+    }
+
+    /// Starts deleting; the instance shows `deleting` until it is gone.
+    pub async fn delete_database_instance(&self, region: &str, identifier: &str) -> Result<()> {
+        self.delete(Self::database_path(region, Some(identifier)))
+            .await
+    }
+
+    /// `Ok(true)` when the credentials are the instance's master
+    /// credentials, `Ok(false)` when the server answers 401.
+    pub async fn authenticate_database_instance(
+        &self,
+        region: &str,
+        identifier: &str,
+        credentials: &Credentials,
+    ) -> Result<bool> {
+        let path = format!("{}/authenticate", Self::database_path(region, Some(identifier)));
+        match self
+            .transport
+            .send(Call::new(Method::POST, path).json(credentials)?)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(err) if err.status() == Some(401) => Ok(false),
+            Err(err) => Err(err),
+        }
+    }
+}
+
+/// Narrows an admin address when a name exists in several accounts,
+/// regions or clusters.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Address {
+    pub account: Option<String>,
+    pub region: Option<String>,
+    pub cluster: Option<String>,
+}
+
+impl Address {
+    fn query(&self) -> Vec<(String, String)> {
+        [
+            ("account", &self.account),
+            ("region", &self.region),
+            ("cluster", &self.cluster),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.as_ref().map(|v| (k.to_string(), v.clone())))
+        .collect()
+    }
+}
+
+/// Client of the `/admin` API. Never retries: tests want to see each call.
+#[derive(Clone, Debug)]
+pub struct AdminClient {
+    transport: Transport,
+}
+
+impl AdminClient {
+    pub fn new(base_url: impl Into<String>, admin_token: impl Into<String>) -> AdminClient {
+        AdminClient {
+            transport: Transport::new(base_url.into(), admin_token.into(), RetryPolicy::none()),
+        }
+    }
+
+    async fn no_content(&self, call: Call) -> Result<()> {
+        self.transport.send(call).await.map(|_| ())
+    }
+
+    /// Deletes every resource, idempotency record and audit entry; timing,
+    /// faults and throttling return to start-up settings.
+    pub async fn reset(&self) -> Result<()> {
+        self.no_content(Call::new(Method::POST, "/admin/reset".into()))
+            .await
+    }
+
+    pub async fn resources(
+        &self,
+        kind: Option<Kind>,
+        account: Option<&str>,
+    ) -> Result<Vec<AdminResource>> {
+        let mut query = Vec::new();
+        if let Some(kind) = kind {
+            query.push(("kind".to_string(), kind.as_str().to_string()));
+        }
+        if let Some(account) = account {
+            query.push(("account".to_string(), account.to_string()));
+        }
+        self.transport
+            .json(Call::new(Method::GET, "/admin/resources".into()).query(query))
+            .await
+    }
+
+    pub async fn resource(&self, kind: Kind, id: &str, address: &Address) -> Result<AdminResource> {
+        let path = format!("/admin/resources/{}/{}", kind.as_str(), segment(id));
+        self.transport
+            .json(Call::new(Method::GET, path).query(address.query()))
+            .await
+    }
+
+    /// Changes a resource as an outside actor would (audited as `external`).
+    /// Returns the resource as its owner now sees it.
+    pub async fn patch_resource(
+        &self,
+        kind: Kind,
+        id: &str,
+        address: &Address,
+        patch: &impl Serialize,
+    ) -> Result<serde_json::Value> {
+        let path = format!("/admin/resources/{}/{}", kind.as_str(), segment(id));
+        let call = Call::new(Method::PATCH, path)
+            .query(address.query())
+            .json(patch)?;
+        self.transport.json(call).await
+    }
+
+    pub async fn timing(&self) -> Result<TimingTable> {
+        self.transport
+            .json(Call::new(Method::GET, "/admin/timing".into()))
+            .await
+    }
+
+    /// Provisioning delay of `kind`; `Duration::ZERO` makes it immediate.
+    pub async fn set_timing(&self, kind: Kind, delay: Duration) -> Result<TimingTable> {
+        let timing = Timing {
+            delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+        };
+        let call = Call::new(Method::PUT, format!("/admin/timing/{}", kind.as_str())).json(&timing)?;
+        self.transport.json(call).await
+    }
+
+    /// The same delay for every kind.
+    pub async fn set_timing_all(&self, delay: Duration) -> Result<TimingTable> {
+        let mut table = None;
+        for kind in Kind::ALL {
+            table = Some(self.set_timing(kind, delay).await?);
+        }
+        Ok(table.expect("four kinds"))
+    }
+
+    pub async fn add_fault(&self, rule: &FaultRuleSpec) -> Result<FaultRule> {
+        let call = Call::new(Method::POST, "/admin/faults".into()).json(rule)?;
+        self.transport.json(call).await
+    }
+
+    pub async fn faults(&self) -> Result<Vec<FaultRule>> {
+        self.transport
+            .json(Call::new(Method::GET, "/admin/faults".into()))
+            .await
+    }
+
+    pub async fn remove_fault(&self, id: u64) -> Result<()> {
+        self.no_content(Call::new(Method::DELETE, format!("/admin/faults/{id}")))
+            .await
+    }
+
+    pub async fn clear_faults(&self) -> Result<()> {
+        self.no_content(Call::new(Method::DELETE, "/admin/faults".into()))
+            .await
+    }
+
+    /// `Some`: a token bucket per account; `None`: no throttling.
+    pub async fn set_throttling(&self, throttling: Option<Throttling>) -> Result<()> {
+        match throttling {
+            Some(config) => {
+                let call = Call::new(Method::PUT, "/admin/throttling".into()).json(&config)?;
+                self.no_content(call).await
+            }
+            None => {
+                self.no_content(Call::new(Method::DELETE, "/admin/throttling".into()))
+                    .await
+            }
+        }
+    }
+
+    pub async fn audit(&self, filter: &AuditQuery) -> Result<Vec<AuditEntry>> {
+        let mut query = Vec::new();
+        let mut push = |k: &str, v: Option<String>| {
+            if let Some(v) = v {
+                query.push((k.to_string(), v));
+            }
+        };
+        push("account", filter.account.clone());
+        push("actor", filter.actor.map(|a| a.as_str().to_string()));
+        push("method", filter.method.clone());
+        push("pathPrefix", filter.path_prefix.clone());
+        push("mutating", filter.mutating.map(|m| m.to_string()));
+        push("afterSeq", filter.after_seq.map(|s| s.to_string()));
+        self.transport
+            .json(Call::new(Method::GET, "/admin/audit".into()).query(query))
+            .await
+    }
+}

@@ -1,0 +1,162 @@
+//! A real fakecloud on an ephemeral port over a temp SQLite file.
+
+#![allow(dead_code)] // each test binary uses a different part
+
+use std::time::Duration;
+
+use fakecloud::client::{AdminClient, Client, ClientError, RetryPolicy};
+use fakecloud::model::{CreateSubnet, CreateVpc, Subnet, Vpc};
+use fakecloud::{ApiKey, Config, RunningServer};
+
+pub const REGION: &str = "us-east-1";
+pub const KEY_A: &str = "key-a";
+pub const KEY_B: &str = "key-b";
+pub const ACCOUNT_A: &str = "acct-a";
+pub const ACCOUNT_B: &str = "acct-b";
+pub const ADMIN: &str = "admin-token";
+
+pub struct Cloud {
+    pub server: RunningServer,
+    pub a: Client,
+    pub b: Client,
+    pub admin: AdminClient,
+    pub http: reqwest::Client,
+    pub base: String,
+    pub db_path: String,
+    pub _dir: Option<tempfile::TempDir>,
+}
+
+pub fn config(db_path: &str, delay: Duration) -> Config {
+    Config {
+        api_keys: vec![ApiKey::new(KEY_A, ACCOUNT_A), ApiKey::new(KEY_B, ACCOUNT_B)],
+        admin_token: Some(ADMIN.into()),
+        default_delay: delay,
+        ..Config::new(db_path)
+    }
+}
+
+impl Cloud {
+    /// Provisioning is immediate unless a test asks for a delay.
+    pub async fn start() -> Cloud {
+        Cloud::start_with_delay(Duration::ZERO).await
+    }
+
+    pub async fn start_with_delay(delay: Duration) -> Cloud {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db_path = dir.path().join("fakecloud.db").display().to_string();
+        let mut cloud = Cloud::start_on(&db_path, delay).await;
+        cloud._dir = Some(dir);
+        cloud
+    }
+
+    /// A server over an existing database file (restart tests).
+    pub async fn start_on(db_path: &str, delay: Duration) -> Cloud {
+        let server = fakecloud::spawn(config(db_path, delay))
+            .await
+            .expect("server starts");
+        let base = server.base_url();
+        Cloud {
+            a: Client::new(&base, KEY_A).with_retry(RetryPolicy::none()),
+            b: Client::new(&base, KEY_B).with_retry(RetryPolicy::none()),
+            admin: AdminClient::new(&base, ADMIN),
+            http: reqwest::Client::new(),
+            base,
+            db_path: db_path.to_string(),
+            server,
+            _dir: None,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub async fn vpc(&self, cidr: &str) -> Vpc {
+        self.a
+            .create_vpc(
+                REGION,
+                &CreateVpc {
+                    cidr_block: cidr.into(),
+                    ..Default::default()
+                },
+                None,
+            )
+            .await
+            .expect("create vpc")
+            .resource
+    }
+
+    pub async fn subnet(&self, vpc: &str, cidr: &str) -> Subnet {
+        self.a
+            .create_subnet(
+                REGION,
+                &CreateSubnet {
+                    vpc_id: vpc.into(),
+                    cidr_block: cidr.into(),
+                    ..Default::default()
+                },
+                None,
+            )
+            .await
+            .expect("create subnet")
+            .resource
+    }
+
+    /// Raw request with account A's key and a raw body.
+    pub async fn raw(&self, method: reqwest::Method, path: &str, body: &str) -> reqwest::Response {
+        self.http
+            .request(method, self.url(path))
+            .bearer_auth(KEY_A)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .expect("request")
+    }
+}
+
+/// Asserts an API error's status, code and (optionally) field.
+#[track_caller]
+pub fn assert_problem(err: &ClientError, status: u16, code: &str, field: Option<&str>) {
+    assert_eq!(err.status(), Some(status), "{err}");
+    assert_eq!(err.code(), Some(code), "{err}");
+    if field.is_some() {
+        assert_eq!(err.field(), field, "{err}");
+    }
+    assert!(!err.request_id().unwrap_or_default().is_empty(), "{err}");
+}
+
+/// Checks a raw problem response; returns its JSON.
+pub async fn problem(response: reqwest::Response, status: u16, code: &str) -> serde_json::Value {
+    assert_eq!(response.status().as_u16(), status);
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/problem+json"
+    );
+    let header_id = response.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let body: serde_json::Value = response.json().await.expect("problem json");
+    assert_eq!(body["code"], code, "{body}");
+    assert_eq!(body["status"], status);
+    assert_eq!(body["requestId"], header_id.as_str());
+    assert!(body["type"].is_string() && body["title"].is_string() && body["detail"].is_string());
+    body
+}
+
+/// Polls until `check` holds or two seconds pass.
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while tokio::time::Instant::now() < deadline {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
