@@ -1,0 +1,419 @@
+//! [`TestCluster`]: the one handle a test holds on "a Kubernetes API server".
+//!
+//! Which cluster it is comes from the environment, so the same tests run on
+//! a laptop, in CI and against kind or K3s:
+//!
+//! | environment                 | cluster                                        |
+//! |-----------------------------|------------------------------------------------|
+//! | nothing set                 | local etcd + kube-apiserver + controller manager |
+//! | `E2E_KUBECONFIG=<file>`     | the existing cluster of that kubeconfig         |
+//! | `E2E_CLUSTER=k3s`           | K3s through testcontainers (needs Docker)       |
+//!
+//! Every failure to get a cluster is an error: a test that needs Kubernetes
+//! can fail, never silently pass.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::version::Info;
+use kube::Client;
+use kube::api::{Api, PostParams};
+
+use crate::assets::AssetSearch;
+use crate::crds;
+use crate::error::ClusterError;
+use crate::k3s::K3sCluster;
+use crate::local::LocalControlPlane;
+
+/// Selects the backend: `local`, `k3s` or `kubeconfig`.
+pub const CLUSTER_ENV: &str = "E2E_CLUSTER";
+/// Kubeconfig of an existing cluster to test against.
+pub const KUBECONFIG_ENV: &str = "E2E_KUBECONFIG";
+
+/// Default time the local API server gets to answer `/readyz` with `ok`.
+/// Generous: on 2 cores under a parallel test run it takes a few seconds.
+pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// Which cluster a [`TestCluster`] talks to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// etcd, kube-apiserver and kube-controller-manager started by the harness.
+    Local,
+    /// An existing cluster, from the kubeconfig at this path.
+    Kubeconfig(PathBuf),
+    /// K3s in a container, through testcontainers.
+    K3s,
+}
+
+impl Backend {
+    /// The backend chosen by `E2E_CLUSTER` and `E2E_KUBECONFIG`.
+    pub fn from_env() -> Result<Self, ClusterError> {
+        let cluster = std::env::var(CLUSTER_ENV).ok();
+        let kubeconfig = std::env::var(KUBECONFIG_ENV).ok();
+        Self::select(cluster.as_deref(), kubeconfig.as_deref())
+    }
+
+    /// The backend for these values of `E2E_CLUSTER` and `E2E_KUBECONFIG`
+    /// (empty counts as unset). Conflicting choices are an error rather
+    /// than a guess.
+    pub fn select(cluster: Option<&str>, kubeconfig: Option<&str>) -> Result<Self, ClusterError> {
+        let cluster = cluster.map(str::trim).filter(|s| !s.is_empty());
+        let kubeconfig = kubeconfig.filter(|s| !s.is_empty()).map(PathBuf::from);
+        match (cluster, kubeconfig) {
+            (None, None) | (Some("local"), None) => Ok(Self::Local),
+            (None | Some("kubeconfig"), Some(path)) => Ok(Self::Kubeconfig(path)),
+            (Some("k3s"), None) => Ok(Self::K3s),
+            (Some("kubeconfig"), None) => Err(ClusterError::InvalidSelection(format!(
+                "{CLUSTER_ENV}=kubeconfig needs {KUBECONFIG_ENV} to name a kubeconfig file"
+            ))),
+            (Some(other @ ("local" | "k3s")), Some(path)) => {
+                Err(ClusterError::InvalidSelection(format!(
+                    "{CLUSTER_ENV}={other} conflicts with {KUBECONFIG_ENV}={}; set only one",
+                    path.display()
+                )))
+            }
+            (Some(other), _) => Err(ClusterError::InvalidSelection(format!(
+                "{CLUSTER_ENV}={other:?} is not one of local, k3s, kubeconfig"
+            ))),
+        }
+    }
+}
+
+/// How to start a [`TestCluster`]; defaults: backend from the environment,
+/// package CRDs installed, garbage collector on.
+#[derive(Debug, Clone)]
+pub struct ClusterOptions {
+    backend: Option<Backend>,
+    assets: Option<AssetSearch>,
+    package_crds: bool,
+    extra_crd_files: Vec<PathBuf>,
+    garbage_collector: bool,
+    ready_timeout: Duration,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        Self {
+            backend: None,
+            assets: None,
+            package_crds: true,
+            extra_crd_files: Vec::new(),
+            garbage_collector: true,
+            ready_timeout: DEFAULT_READY_TIMEOUT,
+        }
+    }
+}
+
+impl ClusterOptions {
+    /// Start with no CRD installed (the provider's late-activation tests).
+    pub fn without_package_crds(mut self) -> Self {
+        self.package_crds = false;
+        self
+    }
+
+    /// Also install the CRDs of these files at start. Unlike CRDs installed
+    /// later, the garbage collector watches their kinds from its first
+    /// moment instead of after its 30 s discovery resync.
+    pub fn with_crd_files(mut self, files: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.extra_crd_files.extend(files);
+        self
+    }
+
+    /// Do not start kube-controller-manager (local backend): for assets
+    /// folders that lack it, such as controller-runtime's envtest binaries.
+    pub fn without_garbage_collector(mut self) -> Self {
+        self.garbage_collector = false;
+        self
+    }
+
+    /// Use this backend instead of the one the environment selects.
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.backend = Some(backend);
+        self
+    }
+
+    /// Look for binaries here instead of `KUBEBUILDER_ASSETS` and the cache.
+    pub fn assets(mut self, search: AssetSearch) -> Self {
+        self.assets = Some(search);
+        self
+    }
+
+    /// How long the local API server may take to become ready.
+    pub fn ready_timeout(mut self, timeout: Duration) -> Self {
+        self.ready_timeout = timeout;
+        self
+    }
+
+    /// Starts (or connects to) the cluster and installs the CRDs asked for.
+    pub async fn start(self) -> Result<TestCluster, ClusterError> {
+        let began = Instant::now();
+        let backend = match self.backend.clone() {
+            Some(backend) => backend,
+            None => Backend::from_env()?,
+        };
+        let (inner, client, kubeconfig) = match &backend {
+            Backend::Local => {
+                let search = self.assets.clone().unwrap_or_else(AssetSearch::from_env);
+                let assets = search.locate(self.garbage_collector)?;
+                tracing::debug!(assets = %assets.dir.display(), "using control-plane binaries");
+                let plane = LocalControlPlane::start(&assets, self.ready_timeout).await?;
+                let client = plane.client.clone();
+                let kubeconfig = plane.kubeconfig.clone();
+                (
+                    Inner::Local {
+                        plane,
+                        controller_manager: assets.kube_controller_manager,
+                    },
+                    client,
+                    kubeconfig,
+                )
+            }
+            Backend::Kubeconfig(path) => {
+                let client = crate::kubeconfig::client_from_file(path).await?;
+                (Inner::Existing, client, path.clone())
+            }
+            Backend::K3s => {
+                let k3s = K3sCluster::start().await?;
+                let client = k3s.client.clone();
+                let kubeconfig = k3s.kubeconfig.clone();
+                (Inner::K3s { _k3s: k3s }, client, kubeconfig)
+            }
+        };
+        let version = client
+            .apiserver_version()
+            .await
+            .map_err(|e| ClusterError::kube("reading the server version", e))?;
+        let mut cluster = TestCluster {
+            client,
+            kubeconfig,
+            backend,
+            version,
+            inner,
+            installed_crds: Vec::new(),
+            startup: Duration::ZERO,
+        };
+        let mut crd_files = Vec::new();
+        if self.package_crds {
+            crd_files.extend(crds::yaml_files(&crds::package_crds_dir())?);
+        }
+        crd_files.extend(self.extra_crd_files);
+        if !crd_files.is_empty() {
+            cluster.installed_crds = cluster.install_crd_files(&crd_files).await?;
+        }
+        cluster.start_garbage_collector().await?;
+        cluster.startup = began.elapsed();
+        Ok(cluster)
+    }
+}
+
+enum Inner {
+    Local {
+        plane: LocalControlPlane,
+        /// Started once the start-up CRDs are installed; `None` when not wanted.
+        controller_manager: Option<PathBuf>,
+    },
+    Existing,
+    /// Held for its Drop, which removes the container.
+    K3s {
+        _k3s: K3sCluster,
+    },
+}
+
+/// A Kubernetes API server for one test: started on demand, torn down (all
+/// processes killed) on drop. When the dropping thread is panicking (a
+/// failed test), the local control plane's logs are kept and their folder
+/// printed.
+pub struct TestCluster {
+    client: Client,
+    kubeconfig: PathBuf,
+    backend: Backend,
+    version: Info,
+    inner: Inner,
+    installed_crds: Vec<String>,
+    startup: Duration,
+}
+
+impl std::fmt::Debug for TestCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestCluster")
+            .field("backend", &self.backend)
+            .field("kubeconfig", &self.kubeconfig)
+            .field("version", &self.version.git_version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TestCluster {
+    /// A cluster from the environment with the package's CRDs installed.
+    pub async fn start() -> Result<Self, ClusterError> {
+        ClusterOptions::default().start().await
+    }
+
+    /// A cluster from the environment with no CRD installed by the harness.
+    pub async fn start_empty() -> Result<Self, ClusterError> {
+        ClusterOptions::default()
+            .without_package_crds()
+            .start()
+            .await
+    }
+
+    /// Options for anything else.
+    pub fn options() -> ClusterOptions {
+        ClusterOptions::default()
+    }
+
+    /// A client authenticated as cluster admin.
+    pub fn client(&self) -> Client {
+        self.client.clone()
+    }
+
+    /// A kubeconfig file for this cluster (for kubectl or a provider binary
+    /// started as a separate process).
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    pub fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
+    /// The server's `/version`.
+    pub fn server_version(&self) -> &Info {
+        &self.version
+    }
+
+    /// Whether this server enforces CEL rules; when not, CRDs are installed
+    /// without them.
+    pub fn supports_cel_rules(&self) -> bool {
+        crds::supports_cel_rules(&self.version.major, &self.version.minor)
+    }
+
+    /// Time from the start call until the cluster was usable, CRDs included.
+    pub fn startup_time(&self) -> Duration {
+        self.startup
+    }
+
+    /// Names of the CRDs installed at start.
+    pub fn installed_crds(&self) -> &[String] {
+        &self.installed_crds
+    }
+
+    /// Whether owned objects are garbage-collected: always on an existing
+    /// cluster or K3s; locally only with kube-controller-manager running.
+    pub fn has_garbage_collector(&self) -> bool {
+        match &self.inner {
+            Inner::Local {
+                controller_manager, ..
+            } => controller_manager.is_some(),
+            Inner::Existing | Inner::K3s { .. } => true,
+        }
+    }
+
+    /// The control-plane logs folder (local backend only).
+    pub fn logs_dir(&self) -> Option<PathBuf> {
+        match &self.inner {
+            Inner::Local { plane, .. } => Some(plane.logs_dir()),
+            Inner::Existing | Inner::K3s { .. } => None,
+        }
+    }
+
+    /// Local control-plane processes that have died, with their logs; for
+    /// error messages of tests that time out waiting for the cluster.
+    pub fn dead_components(&mut self) -> Vec<String> {
+        match &mut self.inner {
+            Inner::Local { plane, .. } => plane.exited_components(),
+            Inner::Existing | Inner::K3s { .. } => Vec::new(),
+        }
+    }
+
+    /// Process ids of the local control plane (empty for other backends),
+    /// so tests can prove teardown leaves nothing running.
+    pub fn process_ids(&self) -> Vec<u32> {
+        match &self.inner {
+            Inner::Local { plane, .. } => plane.process_ids(),
+            Inner::Existing | Inner::K3s { .. } => Vec::new(),
+        }
+    }
+
+    /// Installs the CRDs of `package/crds` (when not done at start).
+    pub async fn install_package_crds(&self) -> Result<Vec<String>, ClusterError> {
+        self.install_crd_files(&crds::yaml_files(&crds::package_crds_dir())?)
+            .await
+    }
+
+    /// Applies every CRD of these YAML files server-side and waits until all
+    /// are Established. CEL rules are stripped (with a warning) when the
+    /// server predates them. Returns the CRD names.
+    pub async fn install_crd_files(&self, files: &[PathBuf]) -> Result<Vec<String>, ClusterError> {
+        let mut docs = Vec::new();
+        for file in files {
+            docs.extend(crds::load_manifests(file)?);
+        }
+        crds::install(&self.client, docs, !self.supports_cel_rules()).await
+    }
+
+    /// Applies one CRD (e.g. `VPC::crd()`) and waits until it is Established.
+    pub async fn install_crd(
+        &self,
+        crd: &CustomResourceDefinition,
+    ) -> Result<String, ClusterError> {
+        let mut value = serde_json::to_value(crd).map_err(|e| ClusterError::Manifest {
+            path: PathBuf::from(format!(
+                "<CustomResourceDefinition {}>",
+                crd.metadata.name.as_deref().unwrap_or_default()
+            )),
+            reason: e.to_string(),
+        })?;
+        // The typed struct omits these two; server-side apply needs them.
+        value["apiVersion"] = "apiextensions.k8s.io/v1".into();
+        value["kind"] = "CustomResourceDefinition".into();
+        let mut names =
+            crds::install(&self.client, vec![value], !self.supports_cel_rules()).await?;
+        Ok(names.remove(0))
+    }
+
+    /// Deletes a CRD and waits until it and its objects are gone.
+    pub async fn delete_crd(&self, name: &str) -> Result<(), ClusterError> {
+        crds::delete(&self.client, name).await
+    }
+
+    /// Creates a namespace with a unique name starting with `prefix`, so
+    /// tests sharing a cluster never collide. Returns its name.
+    pub async fn create_namespace(&self, prefix: &str) -> Result<String, ClusterError> {
+        let name = crate::unique_name(prefix);
+        let namespace = Namespace {
+            metadata: kube::api::ObjectMeta {
+                name: Some(name.clone()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        Api::<Namespace>::all(self.client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .map_err(|e| ClusterError::kube(format!("creating namespace {name}"), e))?;
+        Ok(name)
+    }
+
+    async fn start_garbage_collector(&mut self) -> Result<(), ClusterError> {
+        let minor = self.minor_version();
+        if let Inner::Local {
+            plane,
+            controller_manager: Some(binary),
+        } = &mut self.inner
+        {
+            plane.start_controller_manager(binary, minor).await?;
+        }
+        Ok(())
+    }
+
+    fn minor_version(&self) -> u32 {
+        self.version
+            .minor
+            .trim_end_matches(|c: char| !c.is_ascii_digit())
+            .parse()
+            .unwrap_or(u32::MAX)
+    }
+}

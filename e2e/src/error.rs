@@ -1,0 +1,130 @@
+//! The one error type of the harness: every variant says what was being done
+//! and, where a process was involved, where its log is, so a failing e2e run
+//! can be diagnosed from the message alone.
+
+use std::path::PathBuf;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+/// What went wrong while starting, using or tearing down a test cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// No folder held the control-plane binaries. Never turned into a skip:
+    /// a test that needs the control plane must fail without one.
+    #[error(
+        "control-plane binaries not found; {searched}.\n\
+         Provision them with `e2e/control-plane/install.sh` (Debian; prints the folder, \
+         then `export KUBEBUILDER_ASSETS=<folder>`), point KUBEBUILDER_ASSETS at a folder \
+         holding etcd, kube-apiserver and kube-controller-manager, or set E2E_KUBECONFIG \
+         to use an existing cluster"
+    )]
+    AssetsNotFound {
+        /// Every folder looked at and what it lacked, in search order.
+        searched: String,
+    },
+
+    /// `E2E_CLUSTER` / `E2E_KUBECONFIG` name no usable backend.
+    #[error("invalid e2e cluster selection: {0}")]
+    InvalidSelection(String),
+
+    /// A file or folder operation failed.
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// Generating the test PKI (CA, serving certificate, service-account key).
+    #[error("generating {what}: {source}")]
+    Pki {
+        what: &'static str,
+        #[source]
+        source: rcgen::Error,
+    },
+
+    /// A control-plane binary could not be started at all.
+    #[error("starting {component} ({binary}): {source}")]
+    Spawn {
+        component: &'static str,
+        binary: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A control-plane process exited while the harness still needed it.
+    #[error("{component} exited with {status} before the cluster was ready; log {log:?}:\n{tail}")]
+    ExitedEarly {
+        component: &'static str,
+        status: ExitStatus,
+        log: PathBuf,
+        tail: String,
+    },
+
+    /// The API server did not answer `/readyz` with `ok` in time.
+    #[error(
+        "kube-apiserver not ready after {waited:?} (last answer: {last}); logs in {logs:?}:\n{tail}"
+    )]
+    NotReady {
+        waited: Duration,
+        last: String,
+        logs: PathBuf,
+        tail: String,
+    },
+
+    /// Reading or using a kubeconfig.
+    #[error("kubeconfig {path:?}: {reason}")]
+    Kubeconfig { path: PathBuf, reason: String },
+
+    /// A request to the API server failed.
+    #[error("{context}: {source}")]
+    Kube {
+        context: String,
+        #[source]
+        source: kube::Error,
+    },
+
+    /// Watching for a condition failed.
+    #[error("{context}: {source}")]
+    Wait {
+        context: String,
+        #[source]
+        source: kube::runtime::wait::Error,
+    },
+
+    /// A YAML manifest could not be read as Kubernetes objects.
+    #[error("manifest {path:?}: {reason}")]
+    Manifest { path: PathBuf, reason: String },
+
+    /// A CRD did not reach the wanted state in time.
+    #[error("CRD {name}: not {wanted} after {waited:?}")]
+    CrdTimeout {
+        name: String,
+        wanted: &'static str,
+        waited: Duration,
+    },
+
+    /// Starting K3s through testcontainers failed (typically: no Docker engine).
+    #[error(
+        "E2E_CLUSTER=k3s: could not start K3s through testcontainers ({0}). \
+         K3s needs a reachable Docker engine with privileged containers; \
+         unset E2E_CLUSTER to use the local control plane instead"
+    )]
+    K3s(String),
+}
+
+impl ClusterError {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Self::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn kube(context: impl Into<String>, source: kube::Error) -> Self {
+        Self::Kube {
+            context: context.into(),
+            source,
+        }
+    }
+}

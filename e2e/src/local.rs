@@ -1,0 +1,303 @@
+//! The local control plane: etcd, kube-apiserver and, on request,
+//! kube-controller-manager, started as processes on free loopback ports
+//! (the envtest pattern: no Docker, no root, a few seconds per start).
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use kube::Client;
+use tempfile::TempDir;
+
+use crate::assets::Assets;
+use crate::error::ClusterError;
+use crate::kubeconfig;
+use crate::pki::{self, write_pki};
+use crate::process::{ManagedProcess, log_tail};
+
+/// The user the admin token authenticates as; `system:masters` bypasses RBAC.
+const ADMIN_USER: &str = "e2e-admin";
+
+/// How often `/readyz` is polled while the server starts.
+const READY_POLL: Duration = Duration::from_millis(100);
+
+/// Attempts when a port picked as free was taken before the server bound it.
+const PORT_RACE_ATTEMPTS: usize = 3;
+
+pub(crate) struct LocalControlPlane {
+    /// etcd, kube-apiserver, then kube-controller-manager once started.
+    processes: Vec<ManagedProcess>,
+    /// Logs, PKI, token file and kubeconfig; kept when a test fails.
+    workdir: Option<TempDir>,
+    /// etcd's data, on tmpfs where available; never kept (it is large).
+    _etcd_data: TempDir,
+    apiserver_port: u16,
+    pub(crate) kubeconfig: PathBuf,
+    pub(crate) client: Client,
+    pub(crate) startup: Duration,
+}
+
+impl LocalControlPlane {
+    /// Starts etcd and kube-apiserver and waits until `/readyz` is ok.
+    pub(crate) async fn start(
+        assets: &Assets,
+        ready_timeout: Duration,
+    ) -> Result<Self, ClusterError> {
+        let mut attempt = 1;
+        loop {
+            match Self::start_once(assets, ready_timeout).await {
+                Err(ClusterError::ExitedEarly { tail, .. })
+                    if attempt < PORT_RACE_ATTEMPTS && tail.contains("address already in use") =>
+                {
+                    tracing::warn!(
+                        attempt,
+                        "a control-plane port was taken meanwhile; retrying"
+                    );
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    async fn start_once(assets: &Assets, ready_timeout: Duration) -> Result<Self, ClusterError> {
+        let began = Instant::now();
+        let workdir = tempfile::Builder::new()
+            .prefix("e2e-cluster-")
+            .tempdir()
+            .map_err(|e| ClusterError::io("creating the cluster folder", e))?;
+        let etcd_data = etcd_data_dir()?;
+        let dir = workdir.path();
+        let logs = dir.join("logs");
+        std::fs::create_dir(&logs)
+            .map_err(|e| ClusterError::io(format!("creating {}", logs.display()), e))?;
+
+        let [etcd_client, etcd_peer, apiserver_port] = free_ports()?;
+        let pki = write_pki(dir)?;
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        let token_file = dir.join("tokens.csv");
+        pki::write_private(
+            &token_file,
+            &format!("{token},{ADMIN_USER},{ADMIN_USER},system:masters\n"),
+        )?;
+        let server = format!("https://127.0.0.1:{apiserver_port}");
+        let kubeconfig_path = dir.join("kubeconfig");
+        kubeconfig::write_token_kubeconfig(&kubeconfig_path, &server, &pki.ca_pem, &token)?;
+
+        let etcd_url = format!("http://127.0.0.1:{etcd_client}");
+        let peer_url = format!("http://127.0.0.1:{etcd_peer}");
+        let etcd = ManagedProcess::spawn(
+            "etcd",
+            &assets.etcd,
+            &[
+                "--name=e2e".to_owned(),
+                format!("--data-dir={}", etcd_data.path().display()),
+                format!("--listen-client-urls={etcd_url}"),
+                format!("--advertise-client-urls={etcd_url}"),
+                format!("--listen-peer-urls={peer_url}"),
+                format!("--initial-advertise-peer-urls={peer_url}"),
+                format!("--initial-cluster=e2e={peer_url}"),
+            ],
+            logs.join("etcd.log"),
+        )?;
+        // kube-apiserver retries etcd by itself: starting both at once saves
+        // the time etcd needs to come up.
+        let apiserver = ManagedProcess::spawn(
+            "kube-apiserver",
+            &assets.kube_apiserver,
+            &[
+                format!("--etcd-servers={etcd_url}"),
+                "--bind-address=127.0.0.1".to_owned(),
+                "--advertise-address=127.0.0.1".to_owned(),
+                format!("--secure-port={apiserver_port}"),
+                format!("--cert-dir={}", dir.display()),
+                format!("--tls-cert-file={}", pki.serving_cert.display()),
+                format!("--tls-private-key-file={}", pki.serving_key.display()),
+                format!(
+                    "--service-account-key-file={}",
+                    pki.service_account_public_key.display()
+                ),
+                format!(
+                    "--service-account-signing-key-file={}",
+                    pki.service_account_key.display()
+                ),
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_owned(),
+                format!("--token-auth-file={}", token_file.display()),
+                "--authorization-mode=RBAC".to_owned(),
+                "--service-cluster-ip-range=10.0.0.0/24".to_owned(),
+                "--allow-privileged=true".to_owned(),
+                "--profiling=false".to_owned(),
+            ],
+            logs.join("kube-apiserver.log"),
+        )?;
+
+        let client = kubeconfig::client_from_file(&kubeconfig_path).await?;
+        let mut plane = Self {
+            processes: vec![etcd, apiserver],
+            workdir: Some(workdir),
+            _etcd_data: etcd_data,
+            apiserver_port,
+            kubeconfig: kubeconfig_path,
+            client,
+            startup: Duration::ZERO,
+        };
+        plane.wait_ready(ready_timeout).await?;
+        plane.startup = began.elapsed();
+        tracing::info!(
+            startup_ms = plane.startup.as_millis(),
+            %server,
+            "local control plane ready"
+        );
+        Ok(plane)
+    }
+
+    /// Starts kube-controller-manager with only the garbage collector and
+    /// the namespace controller: enough for owner references and namespace
+    /// deletion, nothing that would act on the tests' objects otherwise.
+    /// `server_minor` picks flags that exist in that version.
+    pub(crate) async fn start_controller_manager(
+        &mut self,
+        binary: &Path,
+        server_minor: u32,
+    ) -> Result<(), ClusterError> {
+        let mut args = vec![
+            format!("--kubeconfig={}", self.kubeconfig.display()),
+            "--controllers=garbagecollector,namespace".to_owned(),
+            "--leader-elect=false".to_owned(),
+            "--use-service-account-credentials=false".to_owned(),
+            // No serving at all: parallel tests would fight over fixed ports.
+            "--secure-port=0".to_owned(),
+        ];
+        if server_minor < 24 {
+            // The insecure port (default 10252) was removed in 1.24.
+            args.push("--port=0".to_owned());
+        }
+        let log = self.logs_dir().join("kube-controller-manager.log");
+        let mut kcm = ManagedProcess::spawn("kube-controller-manager", binary, &args, log)?;
+        // A bad flag or kubeconfig makes it exit at once; catch that here
+        // rather than as a garbage-collection timeout later.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        kcm.ensure_running()?;
+        self.processes.push(kcm);
+        Ok(())
+    }
+
+    async fn wait_ready(&mut self, timeout: Duration) -> Result<(), ClusterError> {
+        let began = Instant::now();
+        loop {
+            for process in &mut self.processes {
+                process.ensure_running()?;
+            }
+            // Until the port accepts connections, probe with plain TCP: a
+            // refused HTTPS request would make kube log an error each time.
+            if tokio::net::TcpStream::connect(("127.0.0.1", self.apiserver_port))
+                .await
+                .is_err()
+            {
+                if began.elapsed() >= timeout {
+                    return Err(self.not_ready(timeout, "port not open".to_owned()));
+                }
+                tokio::time::sleep(READY_POLL).await;
+                continue;
+            }
+            let request = http::Request::get("/readyz")
+                .body(Vec::new())
+                .expect("a static request is valid");
+            let last = match self.client.request_text(request).await {
+                Ok(body) if body.trim() == "ok" => return Ok(()),
+                Ok(body) => body,
+                Err(e) => e.to_string(),
+            };
+            if began.elapsed() >= timeout {
+                return Err(self.not_ready(timeout, last));
+            }
+            tokio::time::sleep(READY_POLL).await;
+        }
+    }
+
+    fn not_ready(&self, waited: Duration, last: String) -> ClusterError {
+        ClusterError::NotReady {
+            waited,
+            last,
+            logs: self.logs_dir(),
+            tail: log_tail(&self.logs_dir().join("kube-apiserver.log")),
+        }
+    }
+
+    /// Where the control-plane logs are written.
+    pub(crate) fn logs_dir(&self) -> PathBuf {
+        self.workdir
+            .as_ref()
+            .map(|d| d.path().join("logs"))
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn process_ids(&self) -> Vec<u32> {
+        self.processes.iter().map(ManagedProcess::id).collect()
+    }
+
+    /// Components that have exited although they should be running.
+    pub(crate) fn exited_components(&mut self) -> Vec<String> {
+        self.processes
+            .iter_mut()
+            .filter_map(|p| {
+                p.exit_status()
+                    .map(|status| format!("{} ({status}), log {:?}", p.component(), p.log()))
+            })
+            .collect()
+    }
+}
+
+impl Drop for LocalControlPlane {
+    fn drop(&mut self) {
+        // Controller manager first, etcd last: nothing logs errors about a
+        // dependency that vanished before it did.
+        while let Some(mut process) = self.processes.pop() {
+            process.stop();
+        }
+        if std::thread::panicking()
+            && let Some(workdir) = self.workdir.take()
+        {
+            let kept = workdir.keep();
+            eprintln!(
+                "e2e: test failed; control-plane logs kept in {}",
+                kept.join("logs").display()
+            );
+        }
+    }
+}
+
+/// etcd fsyncs on every write; on tmpfs that costs nothing, and the data
+/// is thrown away anyway.
+fn etcd_data_dir() -> Result<TempDir, ClusterError> {
+    let shm = Path::new("/dev/shm");
+    let builder = {
+        let mut b = tempfile::Builder::new();
+        b.prefix("e2e-etcd-");
+        b
+    };
+    let on_shm = shm.is_dir().then(|| builder.tempdir_in(shm).ok()).flatten();
+    match on_shm {
+        Some(dir) => Ok(dir),
+        None => builder
+            .tempdir()
+            .map_err(|e| ClusterError::io("creating the etcd data folder", e)),
+    }
+}
+
+/// Distinct ports that were free a moment ago. All listeners are held until
+/// every port is picked so the kernel cannot hand out one twice.
+fn free_ports<const N: usize>() -> Result<[u16; N], ClusterError> {
+    let listeners = (0..N)
+        .map(|_| TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ClusterError::io("picking a free port", e))?;
+    let mut ports = [0; N];
+    for (port, listener) in ports.iter_mut().zip(&listeners) {
+        *port = listener
+            .local_addr()
+            .map_err(|e| ClusterError::io("picking a free port", e))?
+            .port();
+    }
+    Ok(ports)
+}
