@@ -1,0 +1,300 @@
+//! The committed package: generated files are current, MRDs document the
+//! connection details the provider publishes, and every example is valid.
+
+mod support;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use apis::Managed;
+use apis::generate::{ManagedResourceDefinition, MrdState, default_package_root, stale_files};
+use apis::kinds::{DatabaseInstance, NodeGroup, ProviderConfig, Subnet, Vpc};
+use k8s_openapi::api::core::v1::Secret;
+use kube::CustomResourceExt;
+use serde::Deserialize;
+use serde_json::Value;
+use support::{failures, schema_of, structural_errors, with_defaults};
+
+#[test]
+fn committed_crds_and_mrds_match_the_rust_types() {
+    let stale = stale_files(&default_package_root()).unwrap();
+    assert!(
+        stale.is_empty(),
+        "stale generated files {stale:?}: run `{}` and commit the result",
+        apis::generate::REGENERATE_COMMAND
+    );
+}
+
+#[test]
+fn a_changed_or_extra_file_is_reported_stale() {
+    let dir = tempfile::tempdir().unwrap();
+    apis::generate::write(dir.path()).unwrap();
+    assert!(stale_files(dir.path()).unwrap().is_empty());
+    let vpc = dir
+        .path()
+        .join("crds/network.fakecloud.crossplane.io_vpcs.yaml");
+    fs::write(
+        &vpc,
+        fs::read_to_string(&vpc)
+            .unwrap()
+            .replace("cidrBlock", "cidr"),
+    )
+    .unwrap();
+    fs::write(dir.path().join("mrds/old.yaml"), "kind: Leftover\n").unwrap();
+    fs::remove_file(
+        dir.path()
+            .join("mrds/database.fakecloud.crossplane.io_databaseinstances.yaml"),
+    )
+    .unwrap();
+    let mut stale = stale_files(dir.path()).unwrap();
+    stale.sort();
+    assert_eq!(
+        stale,
+        [
+            PathBuf::from("crds/network.fakecloud.crossplane.io_vpcs.yaml"),
+            PathBuf::from("mrds/database.fakecloud.crossplane.io_databaseinstances.yaml"),
+            PathBuf::from("mrds/old.yaml"),
+        ]
+    );
+    apis::generate::write(dir.path()).unwrap();
+    assert!(
+        stale_files(dir.path()).unwrap().is_empty(),
+        "regenerating repairs and removes leftovers"
+    );
+}
+
+#[test]
+fn generated_files_say_how_to_regenerate_them() {
+    for file in apis::generate::generated_files().unwrap() {
+        assert!(
+            file.contents.starts_with(
+                "# Generated from the Rust types in apis/src by `cargo run -p apis --bin generate`."
+            ),
+            "{}",
+            file.path.display()
+        );
+    }
+}
+
+fn read_mrd(plural_group: &str) -> ManagedResourceDefinition {
+    let path = default_package_root()
+        .join("mrds")
+        .join(format!("{plural_group}.yaml"));
+    serde_yaml::from_str(&fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+fn assert_mrd_documents<M: Managed>(file: &str) {
+    let mrd = read_mrd(file);
+    let documented: Vec<&str> = mrd
+        .spec
+        .connection_details
+        .iter()
+        .map(|d| d.name.as_str())
+        .collect();
+    let published: Vec<&str> = M::CONNECTION_DETAILS.iter().map(|d| d.name).collect();
+    assert_eq!(documented, published, "{file}");
+    assert_eq!(mrd.spec.state, MrdState::Inactive);
+    assert_eq!(mrd.metadata.name, M::crd().metadata.name);
+    assert_eq!(
+        mrd.spec.crd,
+        M::crd().spec,
+        "the MRD carries the CRD spec unchanged"
+    );
+}
+
+#[test]
+fn mrds_document_exactly_the_connection_details_each_kind_publishes() {
+    assert_mrd_documents::<Vpc>("network.fakecloud.crossplane.io_vpcs");
+    assert_mrd_documents::<Subnet>("network.fakecloud.crossplane.io_subnets");
+    assert_mrd_documents::<NodeGroup>("compute.fakecloud.crossplane.io_nodegroups");
+    assert_mrd_documents::<DatabaseInstance>("database.fakecloud.crossplane.io_databaseinstances");
+    let names: Vec<&str> = DatabaseInstance::CONNECTION_DETAILS
+        .iter()
+        .map(|d| d.name)
+        .collect();
+    assert_eq!(names, ["endpoint", "port", "username", "password"]);
+}
+
+fn examples_dir() -> PathBuf {
+    default_package_root().join("examples")
+}
+
+/// Every YAML document of every example, with the file it came from.
+fn example_documents() -> Vec<(String, Value)> {
+    let mut documents = Vec::new();
+    let mut paths: Vec<PathBuf> = fs::read_dir(examples_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    for path in paths {
+        let text = fs::read_to_string(&path).unwrap();
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        for document in serde_yaml::Deserializer::from_str(&text) {
+            let value = Value::deserialize(document).unwrap_or_else(|e| panic!("{file}: {e}"));
+            documents.push((file.clone(), value));
+        }
+    }
+    documents
+}
+
+fn check_against_crd(
+    file: &str,
+    crd: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    document: &Value,
+) {
+    let schema = schema_of(&crd);
+    let errors = structural_errors(&schema, document);
+    assert!(errors.is_empty(), "{file}: {errors:?}");
+    let failed = failures(&schema, &with_defaults(&schema, document), None);
+    assert!(failed.is_empty(), "{file}: CEL rules fail: {failed:?}");
+}
+
+fn parse<T: serde::de::DeserializeOwned>(file: &str, document: &Value) -> T {
+    serde_json::from_value(document.clone()).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+#[test]
+fn every_example_parses_into_the_rust_types_and_passes_the_schema_and_rules() {
+    let mut kinds = Vec::new();
+    for (file, document) in example_documents() {
+        let kind = document["kind"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{file}: no kind"))
+            .to_owned();
+        match kind.as_str() {
+            "VPC" => {
+                parse::<Vpc>(&file, &document);
+                check_against_crd(&file, Vpc::crd(), &document);
+            }
+            "Subnet" => {
+                parse::<Subnet>(&file, &document);
+                check_against_crd(&file, Subnet::crd(), &document);
+            }
+            "NodeGroup" => {
+                parse::<NodeGroup>(&file, &document);
+                check_against_crd(&file, NodeGroup::crd(), &document);
+            }
+            "DatabaseInstance" => {
+                parse::<DatabaseInstance>(&file, &document);
+                check_against_crd(&file, DatabaseInstance::crd(), &document);
+            }
+            "ProviderConfig" => {
+                parse::<ProviderConfig>(&file, &document);
+                check_against_crd(&file, ProviderConfig::crd(), &document);
+            }
+            "Secret" => {
+                parse::<Secret>(&file, &document);
+            }
+            "ManagedResourceActivationPolicy" => {
+                parse::<ActivationPolicy>(&file, &document);
+            }
+            other => panic!("{file}: unexpected kind {other}"),
+        }
+        kinds.push(kind);
+    }
+    for expected in [
+        "VPC",
+        "Subnet",
+        "NodeGroup",
+        "DatabaseInstance",
+        "ProviderConfig",
+        "Secret",
+    ] {
+        assert!(
+            kinds.iter().any(|k| k == expected),
+            "no example of {expected}"
+        );
+    }
+}
+
+/// The part of Crossplane's `ManagedResourceActivationPolicy` the examples use.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ActivationPolicy {
+    #[serde(rename = "apiVersion")]
+    _api_version: String,
+    #[serde(rename = "kind")]
+    _kind: String,
+    #[serde(rename = "metadata")]
+    _metadata: Value,
+    spec: ActivationPolicySpec,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ActivationPolicySpec {
+    activate: Vec<String>,
+}
+
+/// Crossplane's MRAP matching: an exact name, or `*` followed by a suffix.
+fn activates(pattern: &str, mrd_name: &str) -> bool {
+    match pattern.strip_prefix('*') {
+        Some(suffix) => mrd_name.ends_with(suffix),
+        None => pattern == mrd_name,
+    }
+}
+
+fn activated_by(example: &str) -> Vec<String> {
+    let text = fs::read_to_string(examples_dir().join(example)).unwrap();
+    let policy: ActivationPolicy = serde_yaml::from_str(&text).unwrap();
+    let mut names: Vec<String> = apis::generate::mrds()
+        .into_iter()
+        .filter_map(|m| m.metadata.name)
+        .filter(|name| policy.spec.activate.iter().any(|p| activates(p, name)))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn activation_policies_activate_all_kinds_or_only_the_network_kinds() {
+    assert_eq!(activated_by("mrap-activate-all.yaml").len(), 4);
+    assert_eq!(
+        activated_by("mrap-activate-network.yaml"),
+        [
+            "subnets.network.fakecloud.crossplane.io",
+            "vpcs.network.fakecloud.crossplane.io"
+        ]
+    );
+}
+
+#[test]
+fn the_provider_config_example_points_at_its_credentials_secret() {
+    let documents = example_documents();
+    let in_file = |kind: &str| {
+        documents
+            .iter()
+            .find(|(file, d)| file == "providerconfig.yaml" && d["kind"] == kind)
+            .map(|(_, d)| d.clone())
+            .unwrap()
+    };
+    let config: ProviderConfig = serde_json::from_value(in_file("ProviderConfig")).unwrap();
+    let secret: Secret = serde_json::from_value(in_file("Secret")).unwrap();
+    let reference = config.spec.credentials.secret_ref.unwrap();
+    assert_eq!(Some(reference.name), secret.metadata.name);
+    assert_eq!(Some(reference.namespace), secret.metadata.namespace);
+    assert!(secret.string_data.unwrap().contains_key(&reference.key));
+}
+
+#[test]
+fn package_metadata_declares_late_activation_and_a_crossplane_version() {
+    let text =
+        fs::read_to_string(Path::new(&default_package_root()).join("crossplane.yaml")).unwrap();
+    let meta: Value = serde_yaml::from_str(&text).unwrap();
+    assert_eq!(meta["apiVersion"], "meta.pkg.crossplane.io/v1");
+    assert_eq!(meta["kind"], "Provider");
+    let capabilities: Vec<&str> = meta["spec"]["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(capabilities, ["safe-start", "late-mr-activation"]);
+    assert!(
+        meta["spec"]["crossplane"]["version"]
+            .as_str()
+            .unwrap()
+            .starts_with(">=v2")
+    );
+}
