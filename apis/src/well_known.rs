@@ -40,3 +40,7 @@ pub const DEFAULT_PROVIDER_CONFIG_NAME: &str = "default";
 /// The categories every managed-resource CRD carries, so that
 /// `kubectl get managed` and `kubectl get fakecloud` list them.
 pub const MANAGED_CATEGORIES: [&str; 3] = ["crossplane", "managed", "fakecloud"];
+
+/// Label on a `ProviderConfigUsage` naming its `ProviderConfig`, so the
+/// ProviderConfig controller counts its users with one label-selected list.
+pub const PROVIDER_CONFIG_LABEL: &str = "fakecloud.crossplane.io/provider-config";

@@ -1,0 +1,75 @@
+//! NodeGroup: the group's name is the external name (default
+//! `metadata.name`); `region` and `clusterName` locate it; `subnetIds` may
+//! come from references.
+
+use apis::kinds::NodeGroup;
+use serde_json::{Map, Value};
+
+use super::{create_body, observed, state, with_name};
+use crate::runtime::error::ExternalError;
+use crate::runtime::{ManagedKind, Readiness, Session};
+
+impl ManagedKind for NodeGroup {
+    const STEERING_FIELDS: &'static [&'static str] = &["region", "clusterName"];
+
+    async fn observe(&self, session: &Session, name: &str) -> Result<Option<Value>, ExternalError> {
+        let p = &self.spec.for_provider;
+        observed(
+            session
+                .cloud
+                .get_node_group(&p.region, &p.cluster_name, name)
+                .await,
+        )
+    }
+
+    async fn create(
+        &self,
+        session: &Session,
+        name: Option<&str>,
+        desired: Value,
+    ) -> Result<String, ExternalError> {
+        let p = &self.spec.for_provider;
+        let body = create_body(with_name(desired, "name", name)?)?;
+        let created = session
+            .cloud
+            .create_node_group(&p.region, &p.cluster_name, &body, None)
+            .await?;
+        Ok(created.resource.name)
+    }
+
+    async fn update(
+        &self,
+        session: &Session,
+        name: &str,
+        patch: Map<String, Value>,
+    ) -> Result<(), ExternalError> {
+        let p = &self.spec.for_provider;
+        session
+            .cloud
+            .patch_node_group(&p.region, &p.cluster_name, name, &patch, None)
+            .await?;
+        Ok(())
+    }
+
+    async fn delete(&self, session: &Session, name: &str) -> Result<(), ExternalError> {
+        let p = &self.spec.for_provider;
+        match session
+            .cloud
+            .delete_node_group(&p.region, &p.cluster_name, name)
+            .await
+        {
+            Err(e) if !e.is_not_found() => Err(e.into()),
+            _ => Ok(()),
+        }
+    }
+
+    fn readiness(at_provider: &Value) -> Readiness {
+        match state(at_provider, "status").as_str() {
+            "ACTIVE" => Readiness::Available,
+            "CREATING" => Readiness::Creating,
+            "DELETING" => Readiness::Deleting,
+            // UPDATING keeps serving but is not settled; report it as such.
+            _ => Readiness::Unavailable,
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! Subnet: cloud-assigned id; `vpcId` may come from `vpcIdRef` or
+//! `vpcIdSelector`, resolved to the referenced VPC's `status.atProvider.id`.
+
+use apis::kinds::Subnet;
+use serde_json::{Map, Value};
+
+use super::{create_body, observed, state};
+use crate::runtime::error::ExternalError;
+use crate::runtime::{ManagedKind, Readiness, Session};
+
+impl ManagedKind for Subnet {
+    const STEERING_FIELDS: &'static [&'static str] = &["region"];
+
+    async fn observe(&self, session: &Session, id: &str) -> Result<Option<Value>, ExternalError> {
+        observed(
+            session
+                .cloud
+                .get_subnet(&self.spec.for_provider.region, id)
+                .await,
+        )
+    }
+
+    async fn create(
+        &self,
+        session: &Session,
+        _: Option<&str>,
+        desired: Value,
+    ) -> Result<String, ExternalError> {
+        let body = create_body(desired)?;
+        let created = session
+            .cloud
+            .create_subnet(&self.spec.for_provider.region, &body, None)
+            .await?;
+        Ok(created.resource.id)
+    }
+
+    async fn update(
+        &self,
+        session: &Session,
+        id: &str,
+        patch: Map<String, Value>,
+    ) -> Result<(), ExternalError> {
+        session
+            .cloud
+            .patch_subnet(&self.spec.for_provider.region, id, &patch, None)
+            .await?;
+        Ok(())
+    }
+
+    async fn delete(&self, session: &Session, id: &str) -> Result<(), ExternalError> {
+        match session
+            .cloud
+            .delete_subnet(&self.spec.for_provider.region, id)
+            .await
+        {
+            Err(e) if !e.is_not_found() => Err(e.into()),
+            _ => Ok(()),
+        }
+    }
+
+    fn readiness(at_provider: &Value) -> Readiness {
+        match state(at_provider, "state").as_str() {
+            "available" => Readiness::Available,
+            "pending" => Readiness::Creating,
+            _ => Readiness::Unavailable,
+        }
+    }
+}

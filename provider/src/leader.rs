@@ -1,0 +1,139 @@
+//! Leader election on a `coordination.k8s.io/v1` Lease, for running several
+//! replicas with one active (`--leader-election`).
+//!
+//! The same protocol as client-go's leader election, in its simplest form:
+//! take the Lease when it is free or expired, renew it well before it
+//! expires, and stop the process if renewal fails for a whole lease duration
+//! (another replica may have taken over; running on would mean two writers).
+//! Optimistic concurrency on the Lease's resourceVersion decides races.
+
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use kube::Api;
+use kube::api::{ObjectMeta, PostParams};
+use thiserror::Error;
+use tracing::{info, warn};
+
+const LEASE_DURATION: Duration = Duration::from_secs(15);
+const RETRY_PERIOD: Duration = Duration::from_secs(2);
+const RENEW_PERIOD: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Error)]
+pub enum LeaderError {
+    #[error("lost the leader Lease {namespace}/{name}: could not renew it for {LEASE_DURATION:?}")]
+    Lost { namespace: String, name: String },
+}
+
+pub struct Elector {
+    api: Api<Lease>,
+    namespace: String,
+    name: String,
+    identity: String,
+}
+
+impl Elector {
+    pub fn new(kube: kube::Client, namespace: &str, name: &str, identity: &str) -> Self {
+        Self {
+            api: Api::namespaced(kube, namespace),
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            identity: identity.to_owned(),
+        }
+    }
+
+    /// Waits until this replica holds the Lease.
+    pub async fn acquire(&self) {
+        loop {
+            match self.try_take().await {
+                Ok(true) => {
+                    info!(lease = %self.name, identity = %self.identity, "became leader");
+                    return;
+                }
+                Ok(false) => {}
+                Err(error) => warn!(%error, "cannot take the leader Lease; retrying"),
+            }
+            tokio::time::sleep(RETRY_PERIOD).await;
+        }
+    }
+
+    /// Renews the Lease until renewal fails for a lease duration; then
+    /// returns the error that must stop the process.
+    pub async fn hold(&self) -> LeaderError {
+        let mut last_renewal = tokio::time::Instant::now();
+        loop {
+            tokio::time::sleep(RENEW_PERIOD).await;
+            match self.try_take().await {
+                Ok(true) => last_renewal = tokio::time::Instant::now(),
+                Ok(false) => warn!("another replica holds the leader Lease"),
+                Err(error) => warn!(%error, "cannot renew the leader Lease"),
+            }
+            if last_renewal.elapsed() >= LEASE_DURATION {
+                return LeaderError::Lost {
+                    namespace: self.namespace.clone(),
+                    name: self.name.clone(),
+                };
+            }
+        }
+    }
+
+    /// Takes or renews the Lease if it is ours, free or expired.
+    async fn try_take(&self) -> Result<bool, kube::Error> {
+        let now = jiff::Timestamp::now();
+        let spec = LeaseSpec {
+            holder_identity: Some(self.identity.clone()),
+            lease_duration_seconds: Some(LEASE_DURATION.as_secs() as i32),
+            renew_time: Some(MicroTime(now)),
+            ..LeaseSpec::default()
+        };
+        let Some(mut lease) = self.api.get_opt(&self.name).await? else {
+            let lease = Lease {
+                metadata: ObjectMeta {
+                    name: Some(self.name.clone()),
+                    ..ObjectMeta::default()
+                },
+                spec: Some(LeaseSpec {
+                    acquire_time: Some(MicroTime(now)),
+                    ..spec
+                }),
+            };
+            return match self.api.create(&PostParams::default(), &lease).await {
+                Ok(_) => Ok(true),
+                Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
+                Err(e) => Err(e),
+            };
+        };
+        let current = lease.spec.clone().unwrap_or_default();
+        let ours = current.holder_identity.as_deref() == Some(self.identity.as_str());
+        let expired = current.renew_time.as_ref().is_none_or(|t| {
+            let duration = current
+                .lease_duration_seconds
+                .unwrap_or(LEASE_DURATION.as_secs() as i32);
+            t.0 + jiff::SignedDuration::from_secs(i64::from(duration)) < now
+        });
+        if !ours && !expired {
+            return Ok(false);
+        }
+        let acquire_time = if ours {
+            current.acquire_time
+        } else {
+            Some(MicroTime(now))
+        };
+        let transitions = current.lease_transitions.unwrap_or(0) + i32::from(!ours);
+        lease.spec = Some(LeaseSpec {
+            acquire_time,
+            lease_transitions: Some(transitions),
+            ..spec
+        });
+        match self
+            .api
+            .replace(&self.name, &PostParams::default(), &lease)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}

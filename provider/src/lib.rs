@@ -1,0 +1,135 @@
+//! A Crossplane provider for fakecloud.
+//!
+//! - [`runtime`]: the generic managed-resource reconciler and what it needs.
+//! - [`kinds`]: the four thin per-kind clients (VPC, Subnet, NodeGroup,
+//!   DatabaseInstance) that map `forProvider` onto fakecloud calls.
+//! - [`gate`]: starts and stops each kind's controller as its CRD comes and
+//!   goes (late managed-resource activation).
+//! - [`policy`], [`plan`], [`fields`]: the reconciler's decisions as plain
+//!   functions, unit-tested without a cluster.
+
+pub mod config;
+pub mod fields;
+pub mod gate;
+pub mod kinds;
+pub mod leader;
+pub mod metrics;
+pub mod plan;
+pub mod policy;
+pub mod provider_config;
+pub mod rate_limit;
+pub mod runtime;
+pub mod serve;
+
+use std::sync::Arc;
+
+use thiserror::Error;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info};
+
+use crate::config::Config;
+use crate::gate::Gate;
+use crate::metrics::Metrics;
+use crate::runtime::{Context, Settings};
+
+/// Why the provider stopped with an error.
+#[derive(Debug, Error)]
+pub enum RunError {
+    #[error("cannot build a Kubernetes client (is KUBECONFIG or the in-cluster config set?): {0}")]
+    Kube(#[from] kube::Error),
+    #[error("cannot serve {what} on {addr}: {source}")]
+    Serve {
+        what: &'static str,
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Leader(#[from] leader::LeaderError),
+}
+
+/// Runs the provider until `shutdown` is cancelled: health and metrics
+/// endpoints, leader election when asked, and the CRD gate that starts the
+/// controllers. Returns once every controller has stopped.
+pub async fn run(
+    config: Config,
+    kube: kube::Client,
+    shutdown: CancellationToken,
+) -> Result<(), RunError> {
+    let metrics = Metrics::new();
+    let (ready_tx, ready_rx) = watch::channel(false);
+
+    let health = {
+        let token = shutdown.clone();
+        let addr = config.health_addr;
+        tokio::spawn(async move {
+            serve::health(addr, ready_rx, token.cancelled_owned())
+                .await
+                .map_err(|source| RunError::Serve {
+                    what: "health checks",
+                    addr,
+                    source,
+                })
+        })
+    };
+    let metrics_server = {
+        let token = shutdown.clone();
+        let addr = config.metrics_addr;
+        let metrics = metrics.clone();
+        tokio::spawn(async move {
+            serve::metrics(addr, metrics, token.cancelled_owned())
+                .await
+                .map_err(|source| RunError::Serve {
+                    what: "metrics",
+                    addr,
+                    source,
+                })
+        })
+    };
+
+    let ctx = Arc::new(Context::new(
+        kube.clone(),
+        Settings {
+            poll_interval: config.poll_interval,
+            pending_poll_interval: config.pending_poll_interval,
+            management_policies_enabled: config.enable_management_policies,
+        },
+        metrics,
+        config.max_reconcile_rate,
+    ));
+
+    let gate = Gate::new(ctx, kinds::gated(), ready_tx);
+    let result = if config.leader_election {
+        let identity = std::env::var("POD_NAME")
+            .unwrap_or_else(|_| format!("provider-{}", std::process::id()));
+        let elector = leader::Elector::new(
+            kube,
+            &config.leader_election_namespace,
+            "provider-fakecloud-leader",
+            &identity,
+        );
+        tokio::select! {
+            () = shutdown.cancelled() => Ok(()),
+            () = elector.acquire() => {
+                tokio::select! {
+                    () = gate.run(shutdown.cancelled()) => Ok(()),
+                    lost = elector.hold() => Err(RunError::Leader(lost)),
+                }
+            }
+        }
+    } else {
+        gate.run(shutdown.cancelled()).await;
+        Ok(())
+    };
+    shutdown.cancel();
+    for server in [health, metrics_server] {
+        match server.await {
+            Ok(Err(e)) => error!(error = %e, "server failed"),
+            Err(e) => error!(error = %e, "server task panicked"),
+            Ok(Ok(())) => {}
+        }
+    }
+    info!("provider stopped");
+    result
+}

@@ -1,0 +1,53 @@
+//! The provider binary: flags, logging, signals; everything else is in the
+//! library so tests can run the same code in-process.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use provider::config::Config;
+use tokio_util::sync::CancellationToken;
+use tracing_subscriber::EnvFilter;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let config = Config::parse();
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,kube=warn"));
+    if config.log_json {
+        tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter)
+            .init();
+    } else {
+        tracing_subscriber::fmt().with_env_filter(filter).init();
+    }
+
+    let kube = match kube::Client::try_default().await {
+        Ok(client) => client,
+        Err(error) => {
+            tracing::error!(%error, "cannot build a Kubernetes client (is KUBECONFIG set?)");
+            return ExitCode::FAILURE;
+        }
+    };
+    let shutdown = CancellationToken::new();
+    tokio::spawn(cancel_on_signal(shutdown.clone()));
+    match provider::run(config, kube, shutdown).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!(%error, "provider failed");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// SIGTERM (Kubernetes stopping the pod) or Ctrl-C starts a graceful
+/// shutdown: controllers finish their in-flight reconciles, then exit.
+async fn cancel_on_signal(token: CancellationToken) {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("installing a SIGTERM handler cannot fail on Unix");
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM received; shutting down"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("interrupt received; shutting down"),
+    }
+    token.cancel();
+}

@@ -1,0 +1,110 @@
+//! The ProviderConfig controller: counts the ProviderConfigUsages that point
+//! at each ProviderConfig into `status.users`, and holds the
+//! `in-use.crossplane.io` finalizer while there are any, so credentials
+//! cannot be deleted from under live managed resources.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use apis::kinds::provider_config::{ProviderConfig, ProviderConfigUsage};
+use apis::well_known::{PROVIDER_CONFIG_IN_USE_FINALIZER, PROVIDER_CONFIG_LABEL};
+use futures::StreamExt;
+use kube::api::{ListParams, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::{Controller, watcher};
+use kube::{Api, Resource, ResourceExt};
+use serde_json::json;
+use tracing::{Instrument, info, info_span, warn};
+
+use crate::gate::Shutdown;
+use crate::runtime::{Context, FIELD_MANAGER};
+
+/// How often a ProviderConfig is recounted. Usages come and go with managed
+/// resources, which this controller does not watch (their CRDs may not
+/// exist), so it polls; a deleting ProviderConfig is checked more often.
+const RECOUNT_INTERVAL: Duration = Duration::from_secs(30);
+const DELETING_RECHECK: Duration = Duration::from_secs(2);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderConfigError {
+    #[error("cannot {action} for ProviderConfig {name:?}: {source}")]
+    Kube {
+        action: &'static str,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// Runs the controller until `shutdown` resolves.
+pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
+    let api: Api<ProviderConfig> = Api::all(ctx.kube.clone());
+    Controller::new(api, watcher::Config::default().any_semantic())
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, ctx)
+        .for_each(|_| async {})
+        .await;
+}
+
+fn error_policy(_: Arc<ProviderConfig>, error: &ProviderConfigError, _: Arc<Context>) -> Action {
+    warn!(%error, "ProviderConfig reconcile failed");
+    Action::requeue(Duration::from_secs(5))
+}
+
+async fn reconcile(
+    config: Arc<ProviderConfig>,
+    ctx: Arc<Context>,
+) -> Result<Action, ProviderConfigError> {
+    let name = config.name_any();
+    let span = info_span!("reconcile", kind = "ProviderConfig", name = %name);
+    async move {
+        let kube_error = |action| {
+            let name = name.clone();
+            move |source| ProviderConfigError::Kube { action, name, source }
+        };
+        let users = Api::<ProviderConfigUsage>::all(ctx.kube.clone())
+            .list_metadata(&ListParams::default().labels(&format!("{PROVIDER_CONFIG_LABEL}={name}")))
+            .await
+            .map_err(kube_error("list ProviderConfigUsages"))?
+            .items
+            .len() as i64;
+        let api: Api<ProviderConfig> = Api::all(ctx.kube.clone());
+
+        if config.status.as_ref().and_then(|s| s.users) != Some(users) {
+            let status = json!({
+                "apiVersion": ProviderConfig::api_version(&()),
+                "kind": ProviderConfig::kind(&()),
+                "status": { "users": users },
+            });
+            api.patch_status(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&status))
+                .await
+                .map_err(kube_error("write status"))?;
+            ctx.metrics.kube_write("ProviderConfig", "status");
+        }
+
+        let has_finalizer = config.finalizers().iter().any(|f| f == PROVIDER_CONFIG_IN_USE_FINALIZER);
+        let deleting = config.meta().deletion_timestamp.is_some();
+        let wanted: Option<Vec<String>> = match (deleting, users, has_finalizer) {
+            (true, 0, true) => {
+                info!("no managed resource uses it any more; releasing");
+                Some(config.finalizers().iter().filter(|f| *f != PROVIDER_CONFIG_IN_USE_FINALIZER).cloned().collect())
+            }
+            (false, _, false) => {
+                let mut finalizers = config.finalizers().to_vec();
+                finalizers.push(PROVIDER_CONFIG_IN_USE_FINALIZER.to_owned());
+                Some(finalizers)
+            }
+            _ => None,
+        };
+        if let Some(finalizers) = wanted {
+            let patch = json!({ "metadata": { "finalizers": finalizers, "resourceVersion": config.resource_version() } });
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(kube_error("update finalizers"))?;
+            ctx.metrics.kube_write("ProviderConfig", "metadata");
+        }
+        Ok(Action::requeue(if deleting { DELETING_RECHECK } else { RECOUNT_INTERVAL }))
+    }
+    .instrument(span)
+    .await
+}

@@ -1,0 +1,139 @@
+//! The errors of the managed reconciler, one enum per layer. Their messages
+//! end up in the `Synced` condition, so each says what failed and, where it
+//! can, what to do; none carries a secret value.
+
+use thiserror::Error;
+
+/// A failure of one call a kind makes: to the cloud, or to read a Secret it
+/// needs for that call.
+#[derive(Debug, Error)]
+pub enum ExternalError {
+    #[error(transparent)]
+    Cloud(#[from] fakecloud::client::ClientError),
+    #[error("cannot read Secret {namespace}/{name}: {source}")]
+    ReadSecret {
+        namespace: String,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("Secret {namespace}/{name} has no key {key:?}")]
+    SecretKeyMissing {
+        namespace: String,
+        name: String,
+        key: String,
+    },
+    #[error("the spec cannot be sent to the cloud: {0}")]
+    InvalidSpec(String),
+    #[error("cannot store connection details: {0}")]
+    Connection(#[from] ConnectionError),
+}
+
+impl ExternalError {
+    /// Whether the cloud said the resource does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, ExternalError::Cloud(e) if e.is_not_found())
+    }
+}
+
+/// Resolving a `*Ref` or `*Selector` failed.
+#[derive(Debug, Error)]
+pub enum ReferenceError {
+    #[error("referenced {kind} {name:?} does not exist")]
+    NotFound { kind: &'static str, name: String },
+    #[error("referenced {kind} {name:?} has no value at {pointer} yet: wait until it is Ready")]
+    NotReady {
+        kind: &'static str,
+        name: String,
+        pointer: &'static str,
+    },
+    #[error("{field}Selector matched no {kind}")]
+    NoMatch {
+        kind: &'static str,
+        field: &'static str,
+    },
+    #[error("cannot list or get {kind}: {source}")]
+    Kube {
+        kind: &'static str,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// Writing the connection Secret failed or was refused.
+#[derive(Debug, Error)]
+pub enum ConnectionError {
+    #[error(
+        "Secret {namespace}/{name} is controlled by {owner}, not by this resource: refusing to overwrite it"
+    )]
+    ForeignOwner {
+        namespace: String,
+        name: String,
+        owner: String,
+    },
+    #[error("cannot read or write Secret {namespace}/{name}: {source}")]
+    Kube {
+        namespace: String,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// Finding the ProviderConfig and its credentials failed.
+#[derive(Debug, Error)]
+pub enum ConnectError {
+    #[error("ProviderConfig {0:?} does not exist: create it or set spec.providerConfigRef")]
+    ProviderConfigMissing(String),
+    #[error("cannot get ProviderConfig {name:?}: {source}")]
+    ProviderConfigRead {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("ProviderConfig {0:?} uses source Secret but has no credentials.secretRef")]
+    SecretRefMissing(String),
+    #[error("cannot read the credentials of ProviderConfig {provider_config:?}: {source}")]
+    Credentials {
+        provider_config: String,
+        #[source]
+        source: ExternalError,
+    },
+    #[error("cannot record ProviderConfigUsage: {0}")]
+    Usage(#[source] kube::Error),
+}
+
+/// Why one reconcile of a managed resource failed.
+#[derive(Debug, Error)]
+pub enum ReconcileError {
+    #[error("cannot resolve references: {0}")]
+    References(#[from] ReferenceError),
+    #[error("cannot connect to fakecloud: {0}")]
+    Connect(#[from] ConnectError),
+    #[error("cannot observe external resource: {0}")]
+    Observe(#[source] ExternalError),
+    #[error("cannot create external resource: {0}")]
+    Create(#[source] ExternalError),
+    #[error("cannot update external resource: {0}")]
+    Update(#[source] ExternalError),
+    #[error("cannot delete external resource: {0}")]
+    Delete(#[source] ExternalError),
+    #[error("cannot publish connection details: {0}")]
+    Publish(#[from] ConnectionError),
+    #[error("cannot gather connection details: {0}")]
+    ConnectionDetails(#[source] ExternalError),
+    #[error(
+        "external resource does not exist, and managementPolicies do not allow Create: check the crossplane.io/external-name annotation"
+    )]
+    ExternalMissing,
+    #[error(
+        "cannot determine creation result: remove the crossplane.io/external-create-pending annotation if it is safe to proceed"
+    )]
+    CreateIncomplete,
+    #[error("cannot {action}: {source}")]
+    Kube {
+        action: &'static str,
+        #[source]
+        source: kube::Error,
+    },
+}

@@ -1,0 +1,99 @@
+//! The per-kind contract: the little a kind must say so that the generic
+//! reconciler can manage it.
+//!
+//! Everything Crossplane-shaped (policies, conditions, finalizer, external
+//! name, create annotations, connection secret, usage tracking) lives in the
+//! generic reconciler; a kind only maps its `forProvider` to cloud calls.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+
+use serde_json::{Map, Value};
+
+use super::error::ExternalError;
+use super::session::Session;
+
+/// The cloud's readiness of an observed resource, mapped onto `Ready`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readiness {
+    Available,
+    Creating,
+    Deleting,
+    Unavailable,
+}
+
+/// A managed-resource kind the generic reconciler can run.
+///
+/// The type facts (spec fields, external-name origin, references,
+/// connection-detail keys) come from [`apis::Managed`]; this trait adds the
+/// cloud calls.
+pub trait ManagedKind: apis::Managed {
+    /// Top-level `forProvider` keys that locate the resource or feed a call
+    /// (region, cluster, secret references) rather than describe it: never
+    /// sent in a body, never compared as drift. Reference and selector
+    /// fields are added from [`apis::Managed::REFERENCES`].
+    const STEERING_FIELDS: &'static [&'static str];
+
+    /// Reads the external resource; `None` when the cloud does not know it.
+    /// The JSON is the cloud's view, which becomes `status.atProvider`.
+    fn observe(
+        &self,
+        session: &Session,
+        external_name: &str,
+    ) -> impl Future<Output = Result<Option<Value>, ExternalError>> + Send;
+
+    /// Creates the external resource from `desired` (forProvider with
+    /// initProvider merged under it, steering fields removed) and returns
+    /// its external name.
+    fn create(
+        &self,
+        session: &Session,
+        external_name: Option<&str>,
+        desired: Value,
+    ) -> impl Future<Output = Result<String, ExternalError>> + Send;
+
+    /// Applies `patch`, the drifted `forProvider` fields only.
+    fn update(
+        &self,
+        session: &Session,
+        external_name: &str,
+        patch: Map<String, Value>,
+    ) -> impl Future<Output = Result<(), ExternalError>> + Send;
+
+    fn delete(
+        &self,
+        session: &Session,
+        external_name: &str,
+    ) -> impl Future<Output = Result<(), ExternalError>> + Send;
+
+    /// Maps the cloud's state onto `Ready`.
+    fn readiness(at_provider: &Value) -> Readiness;
+
+    /// Whether the cloud reports the resource as being deleted.
+    fn cloud_deleting(at_provider: &Value) -> bool {
+        Self::readiness(at_provider) == Readiness::Deleting
+    }
+
+    /// The connection details to publish, keyed exactly as the kind's MRD
+    /// documents them (`apis`' connection-detail list). The session gives
+    /// what the Secret holds now, so a value only the provider knows (a
+    /// generated password) survives.
+    fn connection_details(
+        &self,
+        _session: &Session,
+        _at_provider: &Value,
+    ) -> impl Future<Output = Result<BTreeMap<String, String>, ExternalError>> + Send {
+        async { Ok(BTreeMap::new()) }
+    }
+}
+
+/// Every top-level `forProvider` key of `K` that is not part of the cloud
+/// resource: its steering fields plus its reference and selector fields.
+pub fn non_cloud_fields<K: ManagedKind>() -> Vec<&'static str> {
+    let mut fields = K::STEERING_FIELDS.to_vec();
+    for reference in K::REFERENCES {
+        fields.push(reference.reference_field);
+        fields.push(reference.selector_field);
+    }
+    fields
+}

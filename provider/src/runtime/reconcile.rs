@@ -1,0 +1,609 @@
+//! The managed reconciler: one piece of code for every kind, following
+//! crossplane-runtime's order of steps (pause, policy check, deletion,
+//! external-name initialisation, create annotations, references, connect,
+//! observe, connection details, finalizer, create, late-init, update,
+//! conditions). The decisions come from [`crate::policy`] and
+//! [`crate::plan`]; this module gathers facts and carries decisions out.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use apis::ExternalNameOrigin;
+use apis::common::condition::TYPE_READY;
+use apis::common::{Condition, ManagedStatus};
+use apis::well_known::{
+    EXTERNAL_CREATE_FAILED_ANNOTATION, EXTERNAL_CREATE_PENDING_ANNOTATION,
+    EXTERNAL_CREATE_SUCCEEDED_ANNOTATION, EXTERNAL_NAME_ANNOTATION, MANAGED_RESOURCE_FINALIZER,
+    PAUSED_ANNOTATION,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType};
+use kube::{Api, ResourceExt};
+use serde_json::{Value, json};
+use tracing::{Instrument, field, info, info_span, warn};
+
+use super::connection::ConnectionSecret;
+use super::error::ReconcileError;
+use super::kind::{ManagedKind, Readiness, non_cloud_fields};
+use super::references::Resolver;
+use super::session::Session;
+use super::{Context, FIELD_MANAGER};
+use crate::fields::{late_initialize, merge_init_under, without_keys};
+use crate::plan::{CreateMarks, DeleteStep, Observed, Step, delete_step, live_step};
+use crate::policy::{self, Mode, orphans_on_delete};
+
+/// The status as JSON-backed generic data, so one code path serves all kinds.
+type Status = ManagedStatus<Value>;
+
+/// Never returned: the reconciler turns every failure into a `Synced`
+/// condition and a backoff, so the controller's error policy is unused.
+#[derive(Debug, thiserror::Error)]
+#[error("unreachable")]
+pub enum Never {}
+
+/// Entry point for kube's `Controller::run`.
+pub async fn reconcile<K: ManagedKind>(mr: Arc<K>, ctx: Arc<Context>) -> Result<Action, Never> {
+    ctx.limiter.acquire().await;
+    let kind = K::kind(&()).into_owned();
+    if let Some(latency) = ctx.activations.first_reconcile(&kind) {
+        ctx.metrics
+            .activation_latency
+            .get_or_create(&crate::metrics::KindLabels { kind: kind.clone() })
+            .observe(latency.as_secs_f64());
+    }
+    let name = mr.name_any();
+    let span = info_span!(
+        "reconcile",
+        kind = %kind,
+        name = %name,
+        external_name = field::Empty
+    );
+    if let Some(external) = mr.annotations().get(EXTERNAL_NAME_ANNOTATION) {
+        span.record("external_name", external.as_str());
+    }
+    async move {
+        let timer = std::time::Instant::now();
+        let mut run = Run::new((*mr).clone(), &ctx);
+        let result = run.steps().await;
+        let key = mr.uid().unwrap_or_default();
+        let (action, outcome) = match result {
+            Ok(action) => {
+                ctx.backoff.reset(&key);
+                (action, if run.paused { "paused" } else { "success" })
+            }
+            Err(error) => {
+                warn!(error = %error, "reconcile failed");
+                run.status
+                    .set_condition(Condition::reconcile_error(error.to_string()));
+                run.event(EventType::Warning, "ReconcileError", &error.to_string())
+                    .await;
+                (Action::requeue(ctx.backoff.next(&key)), "error")
+            }
+        };
+        if let Err(error) = run.write_status().await {
+            warn!(error = %error, "cannot write status");
+        }
+        ctx.metrics
+            .record_reconcile(&kind, outcome, timer.elapsed());
+        Ok(action)
+    }
+    .instrument(span)
+    .await
+}
+
+/// The state of one reconcile of one managed resource.
+struct Run<'a, K: ManagedKind> {
+    ctx: &'a Context,
+    mr: K,
+    kind: String,
+    /// The status as read, to skip a write that would change nothing.
+    original: Status,
+    status: Status,
+    paused: bool,
+    /// The object is gone (its finalizer was removed): nothing to write.
+    gone: bool,
+}
+
+impl<'a, K: ManagedKind> Run<'a, K> {
+    fn new(mr: K, ctx: &'a Context) -> Self {
+        let original: Status = serde_json::to_value(&mr)
+            .ok()
+            .and_then(|v| v.get("status").cloned())
+            .and_then(|s| serde_json::from_value(s).ok())
+            .unwrap_or_default();
+        Self {
+            ctx,
+            kind: K::kind(&()).into_owned(),
+            status: original.clone(),
+            original,
+            mr,
+            paused: false,
+            gone: false,
+        }
+    }
+
+    fn api(&self) -> Api<K> {
+        Api::all(self.ctx.kube.clone())
+    }
+
+    fn annotation(&self, key: &str) -> Option<String> {
+        self.mr
+            .annotations()
+            .get(key)
+            .cloned()
+            .filter(|v| !v.is_empty())
+    }
+
+    fn generation(&self) -> i64 {
+        self.mr.meta().generation.unwrap_or_default()
+    }
+
+    fn set(&mut self, condition: Condition) {
+        let generation = self.generation();
+        self.status
+            .set_condition(condition.with_observed_generation(generation));
+    }
+
+    /// The part of the object the kind's rules work on, as JSON.
+    fn spec_json(&self, field: &str) -> Value {
+        serde_json::to_value(&self.mr)
+            .ok()
+            .and_then(|v| v.pointer(&format!("/spec/{field}")).cloned())
+            .unwrap_or(Value::Null)
+    }
+
+    async fn steps(&mut self) -> Result<Action, ReconcileError> {
+        let spec = self.mr.resource_spec().clone();
+        let paused_annotation = self.annotation(PAUSED_ANNOTATION).as_deref() == Some("true");
+        let actions = match policy::mode(
+            &spec.management_policies,
+            paused_annotation,
+            self.ctx.settings.management_policies_enabled,
+        ) {
+            Mode::Paused => {
+                self.paused = true;
+                self.set(Condition::reconcile_paused().with_message(
+                    "reconciliation is paused by the crossplane.io/paused annotation or managementPolicies: []",
+                ));
+                return Ok(Action::await_change());
+            }
+            Mode::Unsupported(message) => {
+                // A user error no retry can fix: report it and wait for an edit.
+                self.set(Condition::reconcile_error(message));
+                return Ok(Action::await_change());
+            }
+            Mode::Active(actions) => actions,
+        };
+
+        if self.mr.meta().deletion_timestamp.is_some() {
+            return self
+                .delete(orphans_on_delete(actions, &spec.deletion_policy))
+                .await;
+        }
+
+        let mut external_name = self.annotation(EXTERNAL_NAME_ANNOTATION);
+        if external_name.is_none() && K::EXTERNAL_NAME_ORIGIN == ExternalNameOrigin::MetadataName {
+            let name = self.mr.name_any();
+            self.annotate(&[(EXTERNAL_NAME_ANNOTATION, Some(name.clone()))])
+                .await?;
+            external_name = Some(name);
+        }
+
+        if self.create_marks().incomplete() {
+            return Err(ReconcileError::CreateIncomplete);
+        }
+
+        let resolver = Resolver::new(self.ctx.kube.clone(), self.controller_ref());
+        if let Some(for_provider) = resolver
+            .resolve(&self.spec_json("forProvider"), K::REFERENCES)
+            .await?
+        {
+            self.patch_spec(json!({ "spec": { "forProvider": for_provider } }), "spec")
+                .await?;
+        }
+
+        let session = self.connect().await?;
+        let observed = self.observe(&session, external_name.as_deref()).await?;
+
+        if let Observed::Exists { at_provider, .. } = &observed {
+            self.status.at_provider = Some(at_provider.clone());
+            let details = self
+                .mr
+                .connection_details(&session, at_provider)
+                .await
+                .map_err(ReconcileError::ConnectionDetails)?;
+            if session.publish_connection_details(&details).await? {
+                self.ctx.metrics.kube_write(&self.kind, "secret");
+            }
+        }
+
+        self.ensure_finalizer().await?;
+
+        let desired = without_keys(&self.spec_json("forProvider"), &non_cloud_fields::<K>());
+        match live_step(actions, &desired, &observed) {
+            Step::ReportMissing => Err(ReconcileError::ExternalMissing),
+            Step::Create => self.create(&session, external_name.as_deref()).await,
+            step => {
+                let Observed::Exists { at_provider, .. } = &observed else {
+                    unreachable!("update and up-to-date steps need an observation")
+                };
+                if actions.late_initialize {
+                    self.late_initialize(at_provider).await?;
+                }
+                let readiness = K::readiness(at_provider);
+                if let Step::Update(patch) = step {
+                    let name = external_name.as_deref().unwrap_or_default();
+                    info!(fields = ?patch.keys().collect::<Vec<_>>(), "updating external resource");
+                    self.ctx
+                        .call(&self.kind, "update", self.mr.update(&session, name, patch))
+                        .await
+                        .map_err(ReconcileError::Update)?;
+                    self.event(
+                        EventType::Normal,
+                        "UpdatedExternalResource",
+                        "Successfully requested update of external resource",
+                    )
+                    .await;
+                }
+                self.set(Condition::reconcile_success());
+                self.set_readiness(readiness);
+                Ok(self.requeue_for(readiness))
+            }
+        }
+    }
+
+    /// The deletion branch: orphan, or delete and wait until gone, then drop
+    /// the finalizer.
+    async fn delete(&mut self, orphan: bool) -> Result<Action, ReconcileError> {
+        self.set(Condition::deleting());
+        let observed = match (orphan, self.annotation(EXTERNAL_NAME_ANNOTATION)) {
+            (true, _) | (false, None) => Observed::Missing,
+            (false, Some(name)) => {
+                let session = self.connect().await?;
+                self.observe(&session, Some(&name)).await?
+            }
+        };
+        match delete_step(orphan, &observed) {
+            DeleteStep::Orphan | DeleteStep::Finished => {
+                info!(orphan, "external resource released; removing finalizer");
+                self.remove_finalizer().await?;
+                Ok(Action::await_change())
+            }
+            DeleteStep::AwaitGone => Ok(Action::requeue(self.ctx.settings.pending_poll_interval)),
+            DeleteStep::Delete => {
+                let name = self
+                    .annotation(EXTERNAL_NAME_ANNOTATION)
+                    .unwrap_or_default();
+                let session = self.connect().await?;
+                info!("deleting external resource");
+                self.ctx
+                    .call(&self.kind, "delete", self.mr.delete(&session, &name))
+                    .await
+                    .map_err(ReconcileError::Delete)?;
+                self.event(
+                    EventType::Normal,
+                    "DeletedExternalResource",
+                    "Successfully requested deletion of external resource",
+                )
+                .await;
+                self.set(Condition::reconcile_success());
+                Ok(Action::requeue(self.ctx.settings.pending_poll_interval))
+            }
+        }
+    }
+
+    async fn create(
+        &mut self,
+        session: &Session,
+        external_name: Option<&str>,
+    ) -> Result<Action, ReconcileError> {
+        let merged = merge_init_under(
+            &self.spec_json("forProvider"),
+            &self.spec_json("initProvider"),
+        );
+        let desired = without_keys(&merged, &non_cloud_fields::<K>());
+        self.annotate(&[(EXTERNAL_CREATE_PENDING_ANNOTATION, Some(now()))])
+            .await?;
+        info!("creating external resource");
+        match self
+            .ctx
+            .call(
+                &self.kind,
+                "create",
+                self.mr.create(session, external_name, desired),
+            )
+            .await
+        {
+            Ok(name) => {
+                tracing::Span::current().record("external_name", name.as_str());
+                self.annotate(&[
+                    (EXTERNAL_NAME_ANNOTATION, Some(name)),
+                    (EXTERNAL_CREATE_SUCCEEDED_ANNOTATION, Some(now())),
+                ])
+                .await?;
+                self.event(
+                    EventType::Normal,
+                    "CreatedExternalResource",
+                    "Successfully requested creation of external resource",
+                )
+                .await;
+                self.set(Condition::reconcile_success());
+                self.set(Condition::creating());
+                Ok(Action::requeue(self.ctx.settings.pending_poll_interval))
+            }
+            Err(error) => {
+                self.annotate(&[(EXTERNAL_CREATE_FAILED_ANNOTATION, Some(now()))])
+                    .await?;
+                Err(ReconcileError::Create(error))
+            }
+        }
+    }
+
+    /// Fills unset `forProvider` fields from the observation. The candidate
+    /// goes through the kind's own type, which drops what is not a
+    /// `forProvider` field (ids, states, timestamps).
+    async fn late_initialize(&mut self, at_provider: &Value) -> Result<(), ReconcileError> {
+        let current = self.spec_json("forProvider");
+        let candidate = late_initialize(&current, at_provider);
+        let mut object = serde_json::to_value(&self.mr).unwrap_or_default();
+        object["spec"]["forProvider"] = candidate;
+        let Ok(typed) = serde_json::from_value::<K>(object) else {
+            warn!("late-initialised forProvider does not fit the kind's type; skipping");
+            return Ok(());
+        };
+        let filtered = serde_json::to_value(&typed)
+            .ok()
+            .and_then(|v| v.pointer("/spec/forProvider").cloned())
+            .unwrap_or(Value::Null);
+        if filtered != current {
+            info!("late-initialising forProvider");
+            self.patch_spec(json!({ "spec": { "forProvider": filtered } }), "spec")
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn connect(&self) -> Result<Session, ReconcileError> {
+        let connection = self
+            .mr
+            .resource_spec()
+            .write_connection_secret_to_ref
+            .clone()
+            .map(|target| ConnectionSecret {
+                target,
+                owner: self.owner_ref(),
+            });
+        let connection_data = match &connection {
+            Some(c) => c.read(&self.ctx.kube).await?,
+            None => BTreeMap::new(),
+        };
+        let cloud = self.ctx.connector.connect(&self.mr, &self.kind).await?;
+        Ok(Session::new(
+            cloud,
+            self.ctx.kube.clone(),
+            connection,
+            connection_data,
+        ))
+    }
+
+    async fn observe(
+        &self,
+        session: &Session,
+        external_name: Option<&str>,
+    ) -> Result<Observed, ReconcileError> {
+        let Some(name) = external_name else {
+            return Ok(Observed::Missing);
+        };
+        let seen = self
+            .ctx
+            .call(&self.kind, "observe", self.mr.observe(session, name))
+            .await
+            .map_err(ReconcileError::Observe)?;
+        Ok(match seen {
+            None => Observed::Missing,
+            Some(at_provider) => Observed::Exists {
+                deleting: K::cloud_deleting(&at_provider),
+                at_provider,
+            },
+        })
+    }
+
+    fn set_readiness(&mut self, readiness: Readiness) {
+        let was_ready = self
+            .original
+            .condition(TYPE_READY)
+            .is_some_and(Condition::is_true);
+        let condition = match readiness {
+            Readiness::Available => Condition::available(),
+            Readiness::Creating => Condition::creating(),
+            Readiness::Deleting => Condition::deleting(),
+            Readiness::Unavailable => Condition::unavailable(),
+        };
+        if readiness == Readiness::Available && !was_ready {
+            if let Some(created) = &self.mr.meta().creation_timestamp {
+                let age = jiff::Timestamp::now().duration_since(created.0);
+                self.ctx
+                    .metrics
+                    .record_time_to_ready(&self.kind, age.as_secs_f64());
+            }
+        }
+        self.set(condition);
+    }
+
+    fn requeue_for(&self, readiness: Readiness) -> Action {
+        match readiness {
+            Readiness::Available => Action::requeue(jittered(self.ctx.settings.poll_interval)),
+            _ => Action::requeue(self.ctx.settings.pending_poll_interval),
+        }
+    }
+
+    fn create_marks(&self) -> CreateMarks {
+        let stamp = |key| {
+            self.annotation(key)
+                .and_then(|v| v.parse::<jiff::Timestamp>().ok())
+        };
+        CreateMarks {
+            pending: stamp(EXTERNAL_CREATE_PENDING_ANNOTATION),
+            succeeded: stamp(EXTERNAL_CREATE_SUCCEEDED_ANNOTATION),
+            failed: stamp(EXTERNAL_CREATE_FAILED_ANNOTATION),
+        }
+    }
+
+    fn owner_ref(&self) -> OwnerReference {
+        self.mr
+            .controller_owner_ref(&())
+            .expect("a managed resource read from the API server has a name and uid")
+    }
+
+    fn controller_ref(&self) -> Option<OwnerReference> {
+        self.mr
+            .owner_references()
+            .iter()
+            .find(|o| o.controller == Some(true))
+            .cloned()
+    }
+
+    /// Sets or removes annotations with a merge patch. No resourceVersion
+    /// precondition: a merge patch of annotations touches only these keys,
+    /// and the external-name write after a create must not be lost to an
+    /// unrelated concurrent edit.
+    async fn annotate(
+        &mut self,
+        annotations: &[(&str, Option<String>)],
+    ) -> Result<(), ReconcileError> {
+        let map: serde_json::Map<String, Value> = annotations
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), json!(v)))
+            .collect();
+        let patch = json!({ "metadata": { "annotations": map } });
+        self.mr = self
+            .api()
+            .patch(
+                &self.mr.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+            .map_err(|source| ReconcileError::Kube {
+                action: "write annotations",
+                source,
+            })?;
+        self.ctx.metrics.kube_write(&self.kind, "metadata");
+        Ok(())
+    }
+
+    /// Merge-patches the spec, guarded by the resourceVersion we read, so a
+    /// concurrent user edit is never overwritten with stale values.
+    async fn patch_spec(&mut self, mut patch: Value, target: &str) -> Result<(), ReconcileError> {
+        patch["metadata"]["resourceVersion"] = json!(self.mr.resource_version());
+        self.mr = self
+            .api()
+            .patch(
+                &self.mr.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+            .map_err(|source| ReconcileError::Kube {
+                action: "update spec",
+                source,
+            })?;
+        self.ctx.metrics.kube_write(&self.kind, target);
+        Ok(())
+    }
+
+    async fn ensure_finalizer(&mut self) -> Result<(), ReconcileError> {
+        if self
+            .mr
+            .finalizers()
+            .iter()
+            .any(|f| f == MANAGED_RESOURCE_FINALIZER)
+        {
+            return Ok(());
+        }
+        let mut finalizers = self.mr.finalizers().to_vec();
+        finalizers.push(MANAGED_RESOURCE_FINALIZER.to_owned());
+        self.patch_spec(
+            json!({ "metadata": { "finalizers": finalizers } }),
+            "metadata",
+        )
+        .await
+    }
+
+    async fn remove_finalizer(&mut self) -> Result<(), ReconcileError> {
+        self.gone = true;
+        if !self
+            .mr
+            .finalizers()
+            .iter()
+            .any(|f| f == MANAGED_RESOURCE_FINALIZER)
+        {
+            return Ok(());
+        }
+        let finalizers: Vec<String> = self
+            .mr
+            .finalizers()
+            .iter()
+            .filter(|f| *f != MANAGED_RESOURCE_FINALIZER)
+            .cloned()
+            .collect();
+        self.patch_spec(
+            json!({ "metadata": { "finalizers": finalizers } }),
+            "metadata",
+        )
+        .await
+    }
+
+    /// Applies the status through the status subresource when it changed.
+    async fn write_status(&mut self) -> Result<(), kube::Error> {
+        if self.gone || self.status == self.original {
+            return Ok(());
+        }
+        let body = json!({
+            "apiVersion": K::api_version(&()),
+            "kind": K::kind(&()),
+            "status": self.status,
+        });
+        self.api()
+            .patch_status(
+                &self.mr.name_any(),
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&body),
+            )
+            .await?;
+        self.ctx.metrics.kube_write(&self.kind, "status");
+        self.original = self.status.clone();
+        Ok(())
+    }
+
+    async fn event(&self, type_: EventType, reason: &str, note: &str) {
+        if self.gone {
+            return;
+        }
+        let event = Event {
+            type_,
+            reason: reason.to_owned(),
+            note: Some(note.to_owned()),
+            action: reason.to_owned(),
+            secondary: None,
+        };
+        let reference = self.mr.object_ref(&());
+        match self.ctx.recorder.publish(&event, &reference).await {
+            Ok(()) => self.ctx.metrics.kube_write(&self.kind, "event"),
+            Err(error) => warn!(error = %error, "cannot publish event"),
+        }
+    }
+}
+
+fn now() -> String {
+    jiff::Timestamp::now().to_string()
+}
+
+/// Adds up to 10% random jitter, so resources created together do not
+/// poll the cloud in lockstep.
+fn jittered(interval: Duration) -> Duration {
+    interval.mul_f64(1.0 + rand::random::<f64>() * 0.1)
+}

@@ -1,0 +1,192 @@
+//! Resolution of cross-resource references (`*Ref`, `*Refs`, `*Selector`)
+//! into `forProvider` values, driven by each kind's
+//! [`apis::Managed::REFERENCES`] table, so no kind writes resolution code.
+//!
+//! Values come from the referenced objects (`status.atProvider.id`).
+//! Observe-only resources resolve like any other: their `atProvider` is
+//! filled by observation alone.
+
+use apis::ReferenceField;
+use apis::common::{Reference, ReferencePolicy, Selector};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::{Api, ResourceExt};
+use serde_json::Value;
+
+use super::error::ReferenceError;
+
+/// Resolves references on behalf of one managed resource.
+pub struct Resolver {
+    kube: kube::Client,
+    /// The resolving resource's controller, for `matchControllerRef`.
+    controller: Option<OwnerReference>,
+}
+
+impl Resolver {
+    pub fn new(kube: kube::Client, controller: Option<OwnerReference>) -> Self {
+        Self { kube, controller }
+    }
+
+    /// Resolves every reference of `for_provider` (JSON). Returns the new
+    /// `forProvider` when a value changed, `None` otherwise.
+    pub async fn resolve(
+        &self,
+        for_provider: &Value,
+        fields: &[ReferenceField],
+    ) -> Result<Option<Value>, ReferenceError> {
+        let mut resolved = for_provider.clone();
+        for field in fields {
+            if let Some(value) = self.resolve_field(for_provider, field).await? {
+                resolved[field.field] = value;
+            }
+        }
+        Ok((resolved != *for_provider).then_some(resolved))
+    }
+
+    /// The new value of one field, or `None` to leave it as it is (nothing
+    /// to resolve, already set under `IfNotPresent`, or an optional
+    /// reference that did not resolve).
+    async fn resolve_field(
+        &self,
+        for_provider: &Value,
+        field: &ReferenceField,
+    ) -> Result<Option<Value>, ReferenceError> {
+        let parse = |key: &str| for_provider.get(key).filter(|v| !v.is_null()).cloned();
+        let references: Vec<Reference> = match parse(field.reference_field) {
+            Some(Value::Array(items)) => items
+                .into_iter()
+                .filter_map(|v| serde_json::from_value(v).ok())
+                .collect(),
+            Some(single) => serde_json::from_value(single).into_iter().collect(),
+            None => Vec::new(),
+        };
+        let selector: Option<Selector> =
+            parse(field.selector_field).and_then(|v| serde_json::from_value(v).ok());
+        if references.is_empty() && selector.is_none() {
+            return Ok(None);
+        }
+        let policy: ReferencePolicy = references
+            .iter()
+            .find_map(|r| r.policy.clone())
+            .or_else(|| selector.as_ref().and_then(|s| s.policy.clone()))
+            .unwrap_or_default();
+        let is_set = match for_provider.get(field.field) {
+            Some(Value::String(s)) => !s.is_empty(),
+            Some(Value::Array(a)) => !a.is_empty(),
+            _ => false,
+        };
+        if is_set && !policy.resolves_always() {
+            return Ok(None);
+        }
+
+        let names = if references.is_empty() {
+            let mut names = self
+                .select(field, selector.as_ref().expect("checked above"))
+                .await?;
+            if !field.many {
+                names.truncate(1);
+            }
+            names
+        } else {
+            references.into_iter().map(|r| r.name).collect()
+        };
+        let mut values = Vec::with_capacity(names.len());
+        for name in &names {
+            match self.value_of(field, name).await {
+                Ok(value) => values.push(value),
+                Err(_) if policy.is_optional() => {}
+                Err(error) => return Err(error),
+            }
+        }
+        if values.is_empty() {
+            return if policy.is_optional() {
+                Ok(None)
+            } else {
+                Err(ReferenceError::NoMatch {
+                    kind: field.target_kind,
+                    field: field.field,
+                })
+            };
+        }
+        Ok(Some(if field.many {
+            Value::Array(values.into_iter().map(Value::String).collect())
+        } else {
+            Value::String(values.swap_remove(0))
+        }))
+    }
+
+    fn api(&self, field: &ReferenceField) -> Api<DynamicObject> {
+        let gvk =
+            GroupVersionKind::gvk(field.target_group, field.target_version, field.target_kind);
+        let resource = ApiResource::from_gvk_with_plural(&gvk, field.target_plural);
+        Api::all_with(self.kube.clone(), &resource)
+    }
+
+    /// The referenced object's value at the field's pointer.
+    async fn value_of(&self, field: &ReferenceField, name: &str) -> Result<String, ReferenceError> {
+        let object = self
+            .api(field)
+            .get_opt(name)
+            .await
+            .map_err(|source| ReferenceError::Kube {
+                kind: field.target_kind,
+                source,
+            })?
+            .ok_or_else(|| ReferenceError::NotFound {
+                kind: field.target_kind,
+                name: name.to_owned(),
+            })?;
+        object
+            .data
+            .pointer(field.target_value_pointer)
+            .and_then(Value::as_str)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+            .ok_or_else(|| ReferenceError::NotReady {
+                kind: field.target_kind,
+                name: name.to_owned(),
+                pointer: field.target_value_pointer,
+            })
+    }
+
+    /// Names of the objects a selector matches, sorted so the result is
+    /// stable from one reconcile to the next.
+    async fn select(
+        &self,
+        field: &ReferenceField,
+        selector: &Selector,
+    ) -> Result<Vec<String>, ReferenceError> {
+        let labels = selector
+            .match_labels
+            .iter()
+            .flatten()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let list = self
+            .api(field)
+            .list(&ListParams::default().labels(&labels))
+            .await
+            .map_err(|source| ReferenceError::Kube {
+                kind: field.target_kind,
+                source,
+            })?;
+        let want_controller = selector.match_controller_ref == Some(true);
+        let mut names: Vec<String> = list
+            .items
+            .iter()
+            .filter(|o| !want_controller || self.same_controller(o.owner_references()))
+            .map(ResourceExt::name_any)
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    fn same_controller(&self, owners: &[OwnerReference]) -> bool {
+        let theirs = owners.iter().find(|o| o.controller == Some(true));
+        match (&self.controller, theirs) {
+            (Some(mine), Some(theirs)) => mine.uid == theirs.uid,
+            _ => false,
+        }
+    }
+}
