@@ -163,7 +163,7 @@ impl ClusterOptions {
                 let kubeconfig = plane.kubeconfig.clone();
                 (
                     Inner::Local {
-                        plane,
+                        plane: Box::new(plane),
                         controller_manager: assets.kube_controller_manager,
                     },
                     client,
@@ -178,7 +178,13 @@ impl ClusterOptions {
                 let k3s = K3sCluster::start().await?;
                 let client = k3s.client.clone();
                 let kubeconfig = k3s.kubeconfig.clone();
-                (Inner::K3s { _k3s: k3s }, client, kubeconfig)
+                (
+                    Inner::K3s {
+                        _k3s: Box::new(k3s),
+                    },
+                    client,
+                    kubeconfig,
+                )
             }
         };
         let version = client
@@ -210,14 +216,14 @@ impl ClusterOptions {
 
 enum Inner {
     Local {
-        plane: LocalControlPlane,
+        plane: Box<LocalControlPlane>,
         /// Started once the start-up CRDs are installed; `None` when not wanted.
         controller_manager: Option<PathBuf>,
     },
     Existing,
     /// Held for its Drop, which removes the container.
     K3s {
-        _k3s: K3sCluster,
+        _k3s: Box<K3sCluster>,
     },
 }
 

@@ -25,6 +25,7 @@ mod kubeconfig;
 mod local;
 mod pki;
 mod process;
+pub mod world;
 
 pub use assets::AssetSearch;
 pub use cluster::{
@@ -38,11 +39,16 @@ pub fn unique_name(prefix: &str) -> String {
     format!("{prefix}-{}", &suffix[..10])
 }
 
+/// Default log filter. kube's client logs every 5xx answer as an error,
+/// including the expected ones while `/readyz` is not yet ok; the errors
+/// that matter reach the caller as `Result`s anyway.
+pub const DEFAULT_LOG_FILTER: &str = "info,kube_client::client::builder=off";
+
 /// Routes `tracing` output to the test's captured output (`RUST_LOG`
-/// filters; default `info`). Safe to call from every test.
+/// filters; default [`DEFAULT_LOG_FILTER`]). Safe to call from every test.
 pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_test_writer()

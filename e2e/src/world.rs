@@ -1,0 +1,412 @@
+//! A whole system for one test (or the demo): a control plane, fakecloud on
+//! a temp SQLite file, the `default` ProviderConfig with its credentials
+//! Secret, and the provider running in-process against them.
+//!
+//! In-process so that a test can read the provider's metrics directly (API
+//! writes per reconcile) and stop it precisely; the binary runs the same
+//! `provider::run`.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::time::Duration;
+
+use fakecloud::client::{AdminClient, Client as CloudClient};
+use fakecloud::model::{AuditEntry, AuditQuery};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::core::ClusterResourceScope;
+use kube::{Api, Resource};
+use provider::metrics::Metrics;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::{ClusterError, ClusterOptions, TestCluster};
+
+/// The namespace the world keeps its Secrets in.
+pub const NAMESPACE: &str = "crossplane-system";
+/// The field manager tests apply with, as a user's kubectl would.
+pub const USER_MANAGER: &str = "e2e-user";
+
+/// How to build a [`World`].
+#[derive(Debug, Clone)]
+pub struct WorldOptions {
+    /// Install the package's CRDs before the provider starts (false for the
+    /// late-activation tests).
+    pub install_crds: bool,
+    /// fakecloud's provisioning delay for every kind.
+    pub provisioning_delay: Duration,
+    /// Extra provider flags, e.g. `--poll-interval=2s`.
+    pub provider_args: Vec<String>,
+}
+
+impl Default for WorldOptions {
+    fn default() -> Self {
+        Self {
+            install_crds: true,
+            provisioning_delay: Duration::from_millis(300),
+            provider_args: vec!["--poll-interval=30s".into(), "--pending-poll-interval=250ms".into()],
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorldError {
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    #[error("fakecloud: {0}")]
+    Cloud(#[from] fakecloud::Error),
+    #[error("fakecloud client: {0}")]
+    CloudClient(#[from] fakecloud::client::ClientError),
+    #[error("kubernetes: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("provider flags: {0}")]
+    Flags(#[from] clap::Error),
+    #[error("timed out after {timeout:?} waiting for {what}; last seen: {last}")]
+    Timeout { what: String, timeout: Duration, last: String },
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+struct RunningProvider {
+    token: CancellationToken,
+    task: JoinHandle<Result<(), provider::RunError>>,
+}
+
+/// Control plane + fakecloud + provider; torn down on drop (the provider
+/// task is cancelled, fakecloud and the control plane stop).
+pub struct World {
+    pub cluster: TestCluster,
+    pub cloud: CloudClient,
+    pub admin: AdminClient,
+    pub metrics: Metrics,
+    cloud_server: Option<fakecloud::RunningServer>,
+    provider: Option<RunningProvider>,
+    options: WorldOptions,
+    _dir: tempfile::TempDir,
+}
+
+impl World {
+    pub async fn start() -> Result<Self, WorldError> {
+        Self::start_with(WorldOptions::default()).await
+    }
+
+    pub async fn start_with(options: WorldOptions) -> Result<Self, WorldError> {
+        let cluster_options = if options.install_crds {
+            ClusterOptions::default()
+        } else {
+            ClusterOptions::default().without_package_crds()
+        };
+        let (cluster, cloud_server) = tokio::join!(cluster_options.start(), async {
+            let dir = tempfile::tempdir()?;
+            let mut config = fakecloud::Config::new(dir.path().join("fakecloud.db").display().to_string());
+            config.default_delay = options.provisioning_delay;
+            Ok::<_, WorldError>((dir, fakecloud::spawn(config).await?))
+        });
+        let cluster = cluster?;
+        let (dir, cloud_server) = cloud_server?;
+        let cloud = CloudClient::new(cloud_server.base_url(), cloud_server.api_key());
+        let admin = AdminClient::new(cloud_server.base_url(), cloud_server.admin_token());
+        let mut world = Self {
+            cluster,
+            cloud,
+            admin,
+            metrics: Metrics::new(),
+            provider: None,
+            options,
+            _dir: dir,
+            cloud_server: Some(cloud_server),
+        };
+        world.create_namespace(NAMESPACE).await?;
+        if world.options.install_crds {
+            world.create_provider_config("default").await?;
+        }
+        world.start_provider()?;
+        Ok(world)
+    }
+
+    pub fn kube(&self) -> kube::Client {
+        self.cluster.client()
+    }
+
+    pub fn cloud_url(&self) -> String {
+        self.cloud_server.as_ref().expect("fakecloud runs while the world lives").base_url()
+    }
+
+    pub fn api_key(&self) -> &str {
+        self.cloud_server.as_ref().expect("fakecloud runs while the world lives").api_key()
+    }
+
+    async fn create_namespace(&self, name: &str) -> Result<(), WorldError> {
+        let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.kube());
+        let ns = serde_json::from_value(json!({ "metadata": { "name": name } })).expect("valid namespace");
+        match api.create(&PostParams::default(), &ns).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// A ProviderConfig named `name` pointing at this fakecloud, with its
+    /// credentials Secret `<name>-credentials` (key `apiKey`).
+    pub async fn create_provider_config(&self, name: &str) -> Result<(), WorldError> {
+        let secret_name = format!("{name}-credentials");
+        self.apply_json(
+            &Api::<Secret>::namespaced(self.kube(), NAMESPACE),
+            &secret_name,
+            json!({
+                "apiVersion": "v1", "kind": "Secret",
+                "metadata": { "name": secret_name, "namespace": NAMESPACE },
+                "stringData": { "apiKey": self.api_key() },
+            }),
+        )
+        .await?;
+        self.apply(json!({
+            "apiVersion": "fakecloud.crossplane.io/v1alpha1", "kind": "ProviderConfig",
+            "metadata": { "name": name },
+            "spec": {
+                "endpoint": self.cloud_url(),
+                "credentials": { "source": "Secret",
+                    "secretRef": { "namespace": NAMESPACE, "name": secret_name, "key": "apiKey" } },
+            },
+        }))
+        .await
+        .map(|_: apis::kinds::provider_config::ProviderConfig| ())
+    }
+
+    /// Starts the provider in-process (again, after [`World::stop_provider`]).
+    pub fn start_provider(&mut self) -> Result<(), WorldError> {
+        let mut args = vec![
+            "provider".to_owned(),
+            "--metrics-addr=127.0.0.1:0".to_owned(),
+            "--health-addr=127.0.0.1:0".to_owned(),
+        ];
+        args.extend(self.options.provider_args.iter().cloned());
+        let config = <provider::config::Config as clap::Parser>::try_parse_from(args)?;
+        let token = CancellationToken::new();
+        let task = tokio::spawn(provider::run(config, self.kube(), self.metrics.clone(), token.clone()));
+        self.provider = Some(RunningProvider { token, task });
+        Ok(())
+    }
+
+    /// Stops the provider gracefully and waits until it has.
+    pub async fn stop_provider(&mut self) {
+        if let Some(running) = self.provider.take() {
+            running.token.cancel();
+            let _ = running.task.await;
+        }
+    }
+
+    /// Server-side applies a managed resource (or any cluster-scoped object
+    /// of a typed kind) as a user would.
+    pub async fn apply<K>(&self, object: Value) -> Result<K, WorldError>
+    where
+        K: Resource<DynamicType = (), Scope = ClusterResourceScope> + Clone + DeserializeOwned + Serialize + Debug,
+    {
+        let name = object["metadata"]["name"].as_str().expect("object has a name").to_owned();
+        self.apply_json(&Api::<K>::all(self.kube()), &name, object).await
+    }
+
+    async fn apply_json<K>(&self, api: &Api<K>, name: &str, object: Value) -> Result<K, WorldError>
+    where
+        K: Resource + Clone + DeserializeOwned + Debug,
+    {
+        Ok(api
+            .patch(name, &PatchParams::apply(USER_MANAGER).force(), &Patch::Apply(&object))
+            .await?)
+    }
+
+    /// Merge-patches an object as a user editing it would.
+    pub async fn patch<K>(&self, name: &str, patch: Value) -> Result<K, WorldError>
+    where
+        K: Resource<DynamicType = (), Scope = ClusterResourceScope> + Clone + DeserializeOwned + Serialize + Debug,
+    {
+        Ok(Api::<K>::all(self.kube()).patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await?)
+    }
+
+    pub async fn get<K>(&self, name: &str) -> Result<Option<K>, WorldError>
+    where
+        K: Resource<DynamicType = (), Scope = ClusterResourceScope> + Clone + DeserializeOwned + Serialize + Debug,
+    {
+        Ok(Api::<K>::all(self.kube()).get_opt(name).await?)
+    }
+
+    pub async fn delete<K>(&self, name: &str) -> Result<(), WorldError>
+    where
+        K: Resource<DynamicType = (), Scope = ClusterResourceScope> + Clone + DeserializeOwned + Serialize + Debug,
+    {
+        Api::<K>::all(self.kube()).delete(name, &DeleteParams::default()).await?;
+        Ok(())
+    }
+
+    /// Polls the object until `done` holds, returning it. On timeout the
+    /// error carries the object as last seen, so a failure says why.
+    pub async fn wait_for<K>(
+        &self,
+        name: &str,
+        what: &str,
+        timeout: Duration,
+        done: impl Fn(&K) -> bool,
+    ) -> Result<K, WorldError>
+    where
+        K: Resource<DynamicType = (), Scope = ClusterResourceScope> + Clone + DeserializeOwned + Serialize + Debug,
+    {
+        let mut last = None;
+        let found = poll(timeout, || async {
+            let object = self.get::<K>(name).await?;
+            let ok = object.as_ref().is_some_and(&done);
+            last = object.clone();
+            Ok(ok.then_some(object).flatten())
+        })
+        .await?;
+        found.ok_or_else(|| WorldError::Timeout {
+            what: format!("{name}: {what}"),
+            timeout,
+            last: describe(last.as_ref()),
+        })
+    }
+
+    /// Polls until the object no longer exists.
+    pub async fn wait_gone<K>(&self, name: &str, timeout: Duration) -> Result<(), WorldError>
+    where
+        K: Resource<DynamicType = (), Scope = ClusterResourceScope> + Clone + DeserializeOwned + Serialize + Debug,
+    {
+        let mut last = None;
+        let gone = poll(timeout, || async {
+            let object = self.get::<K>(name).await?;
+            let gone = object.is_none();
+            last = object;
+            Ok(gone.then_some(()))
+        })
+        .await?;
+        gone.ok_or_else(|| WorldError::Timeout {
+            what: format!("{name} to be deleted"),
+            timeout,
+            last: describe(last.as_ref()),
+        })
+    }
+
+    /// The newest audit sequence number: calls after it are "from now on".
+    pub async fn audit_mark(&self) -> Result<i64, WorldError> {
+        let entries = self.admin.audit(&AuditQuery::default()).await?;
+        Ok(entries.iter().map(|e| e.seq).max().unwrap_or(0))
+    }
+
+    /// Mutating calls made with an API key (the provider's) on paths
+    /// starting with `path_prefix`, after `mark`.
+    pub async fn mutating_calls(&self, path_prefix: &str, mark: i64) -> Result<Vec<AuditEntry>, WorldError> {
+        Ok(self
+            .admin
+            .audit(&AuditQuery {
+                actor: Some(fakecloud::model::Actor::Api),
+                path_prefix: Some(path_prefix.to_owned()),
+                mutating: Some(true),
+                after_seq: Some(mark),
+                ..AuditQuery::default()
+            })
+            .await?)
+    }
+
+    /// All calls made with an API key on paths under `path_prefix` after `mark`.
+    pub async fn calls(&self, path_prefix: &str, mark: i64) -> Result<Vec<AuditEntry>, WorldError> {
+        Ok(self
+            .admin
+            .audit(&AuditQuery {
+                actor: Some(fakecloud::model::Actor::Api),
+                path_prefix: Some(path_prefix.to_owned()),
+                after_seq: Some(mark),
+                ..AuditQuery::default()
+            })
+            .await?)
+    }
+
+    /// Stops everything in order: provider, fakecloud, then (on drop) the
+    /// control plane.
+    pub async fn shutdown(mut self) {
+        self.stop_provider().await;
+        if let Some(server) = self.cloud_server.take() {
+            let _ = server.shutdown().await;
+        }
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        if let Some(running) = self.provider.take() {
+            running.token.cancel();
+            running.task.abort();
+        }
+    }
+}
+
+/// Calls `check` every 100 ms until it returns `Some` or `timeout` passes.
+async fn poll<T, F, Fut>(timeout: Duration, mut check: F) -> Result<Option<T>, WorldError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Option<T>, WorldError>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(found) = check().await? {
+            return Ok(Some(found));
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(None);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn describe<K: Serialize>(object: Option<&K>) -> String {
+    match object {
+        None => "absent".to_owned(),
+        Some(object) => {
+            let json = serde_json::to_value(object).unwrap_or_default();
+            json!({
+                "annotations": json.pointer("/metadata/annotations"),
+                "finalizers": json.pointer("/metadata/finalizers"),
+                "spec": json.get("spec"),
+                "status": json.get("status"),
+            })
+            .to_string()
+        }
+    }
+}
+
+/// `status.conditions[type]` of a managed resource as (status, reason, message).
+pub fn condition<K: Serialize>(object: &K, type_: &str) -> Option<(String, String, String)> {
+    let json = serde_json::to_value(object).ok()?;
+    let found = json
+        .pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)?
+        .clone();
+    let text = |k: &str| found[k].as_str().unwrap_or_default().to_owned();
+    Some((text("status"), text("reason"), text("message")))
+}
+
+/// Whether `Ready` is `True`.
+pub fn is_ready<K: Serialize>(object: &K) -> bool {
+    condition(object, "Ready").is_some_and(|(status, ..)| status == "True")
+}
+
+/// Whether `Synced` is `True`.
+pub fn is_synced<K: Serialize>(object: &K) -> bool {
+    condition(object, "Synced").is_some_and(|(status, ..)| status == "True")
+}
+
+/// The external-name annotation.
+pub fn external_name<K: Resource>(object: &K) -> Option<String> {
+    object.meta().annotations.as_ref()?.get(apis::well_known::EXTERNAL_NAME_ANNOTATION).cloned()
+}
+
+/// `status.atProvider` as JSON.
+pub fn at_provider<K: Serialize>(object: &K) -> Value {
+    serde_json::to_value(object)
+        .ok()
+        .and_then(|v| v.pointer("/status/atProvider").cloned())
+        .unwrap_or(Value::Null)
+}
