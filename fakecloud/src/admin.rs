@@ -53,7 +53,7 @@ fn admin_resource(kind: Kind, row: &Row) -> Result<AdminResource> {
     responses((status = 204, description = "everything deleted, settings back to start-up")))]
 pub async fn reset(State(state): State<SharedState>) -> Result<StatusCode> {
     state.audit.flush().await;
-    store::reset(&state.db.write).await?;
+    store::reset(&state.db).await?;
     state.reset_settings();
     Ok(StatusCode::NO_CONTENT)
 }

@@ -5,6 +5,8 @@
 //! flush first, so a test sees every call that has been answered.
 
 use sqlx::{AssertSqlSafe, SqlitePool};
+
+use crate::db::Db;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::kinds::timestamp;
@@ -34,9 +36,9 @@ pub struct AuditLog {
 
 impl AuditLog {
     /// Starts the writer task on `pool`.
-    pub fn start(pool: SqlitePool) -> (AuditLog, tokio::task::JoinHandle<()>) {
+    pub fn start(db: Db) -> (AuditLog, tokio::task::JoinHandle<()>) {
         let (sender, receiver) = mpsc::unbounded_channel();
-        let task = tokio::spawn(write_loop(pool, receiver));
+        let task = tokio::spawn(write_loop(db, receiver));
         (AuditLog { sender }, task)
     }
 
@@ -54,7 +56,7 @@ impl AuditLog {
     }
 }
 
-async fn write_loop(pool: SqlitePool, mut receiver: mpsc::UnboundedReceiver<Message>) {
+async fn write_loop(db: Db, mut receiver: mpsc::UnboundedReceiver<Message>) {
     let mut batch = Vec::with_capacity(BATCH);
     let mut waiters = Vec::new();
     while let Some(first) = receiver.recv().await {
@@ -68,7 +70,7 @@ async fn write_loop(pool: SqlitePool, mut receiver: mpsc::UnboundedReceiver<Mess
                 next = receiver.try_recv().ok();
             }
         }
-        if let Err(err) = insert(&pool, &batch).await {
+        if let Err(err) = insert(&db, &batch).await {
             tracing::error!(%err, lost = batch.len(), "writing audit entries");
         }
         batch.clear();
@@ -78,11 +80,11 @@ async fn write_loop(pool: SqlitePool, mut receiver: mpsc::UnboundedReceiver<Mess
     }
 }
 
-async fn insert(pool: &SqlitePool, batch: &[Entry]) -> Result<(), sqlx::Error> {
+async fn insert(db: &Db, batch: &[Entry]) -> Result<(), sqlx::Error> {
     if batch.is_empty() {
         return Ok(());
     }
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = db.begin_write().await?;
     for entry in batch {
         sqlx::query(
             "INSERT INTO audit (time, account, actor, method, path, status, request_id) \

@@ -145,7 +145,7 @@ pub async fn spawn(config: Config) -> Result<RunningServer, Error> {
         .iter()
         .map(|k| (k.key.clone(), k.account.clone()))
         .collect();
-    let (audit, audit_task) = AuditLog::start(db.write.clone());
+    let (audit, audit_task) = AuditLog::start(db.clone());
     let default_delay_ms = u64::try_from(config.default_delay.as_millis()).unwrap_or(u64::MAX);
     let state: SharedState = Arc::new(AppState::new(
         db.clone(),
@@ -165,6 +165,7 @@ pub async fn spawn(config: Config) -> Result<RunningServer, Error> {
         source,
     })?;
     let ticker_task = tokio::spawn(ticker::run(state.clone()));
+    let checkpoint_task = tokio::spawn(ticker::checkpoint(state.clone()));
     let app = router(state);
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
@@ -174,6 +175,7 @@ pub async fn spawn(config: Config) -> Result<RunningServer, Error> {
             })
             .await;
         ticker_task.abort();
+        checkpoint_task.abort();
         audit.flush().await;
         audit_task.abort();
         db.close().await;

@@ -92,8 +92,7 @@ pub async fn create<K: ResourceKind>(
         hex::encode(hasher.finalize())
     };
     let now = now_ms();
-    let mut tx = state.db.write.begin_with("BEGIN IMMEDIATE").await?;
-    store::settle_due(&mut tx, now).await?;
+    let mut tx = state.db.begin_write().await?;
     if let Some(key) = &key
         && let Some(previous) = store::find_idempotent(&mut tx, &loc.account, key).await?
     {
@@ -116,11 +115,15 @@ pub async fn create<K: ResourceKind>(
         return Ok(response);
     }
     let prepared = K::prepare(&mut tx, &loc, &body).await?;
-    if store::find(&mut *tx, &loc, &prepared.name).await?.is_some() {
-        return Err(ApiError::conflict(
-            K::ALREADY_EXISTS,
-            format!("{} {} already exists", K::KIND, prepared.name),
-        ));
+    if let Some(existing) = store::find(&mut *tx, &loc, &prepared.name).await? {
+        if existing.clone().settled(now).is_some() {
+            return Err(ApiError::conflict(
+                K::ALREADY_EXISTS,
+                format!("{} {} already exists", K::KIND, prepared.name),
+            ));
+        }
+        // Its deletion came due and the ticker has not removed it yet.
+        store::delete(&mut tx, existing.seq).await?;
     }
     let delay = state.delay_ms(K::KIND);
     let (initial, pending, at) = if delay == 0 {
@@ -271,10 +274,11 @@ pub async fn patch<K: ResourceKind>(
     }
     let password = patch.remove("masterPassword");
     let now = now_ms();
-    let mut tx = state.db.write.begin_with("BEGIN IMMEDIATE").await?;
-    store::settle_due(&mut tx, now).await?;
+    let mut tx = state.db.begin_write().await?;
+    // A due transition counts as done; writing the row back stores it.
     let mut row = store::find(&mut *tx, &loc, name)
         .await?
+        .and_then(|r| r.settled(now))
         .ok_or_else(|| not_found::<K>(&loc, name))?;
     check_if_match(headers, &row)?;
     if Some(row.state.as_str()) == K::STATES.deleting {
@@ -337,10 +341,11 @@ pub async fn delete<K: ResourceKind>(
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
     let now = now_ms();
-    let mut tx = state.db.write.begin_with("BEGIN IMMEDIATE").await?;
-    store::settle_due(&mut tx, now).await?;
+    let mut tx = state.db.begin_write().await?;
+    // A due transition counts as done; writing the row back stores it.
     let mut row = store::find(&mut *tx, &loc, name)
         .await?
+        .and_then(|r| r.settled(now))
         .ok_or_else(|| not_found::<K>(&loc, name))?;
     check_if_match(headers, &row)?;
     let Some(deleting) = K::STATES.deleting else {

@@ -319,8 +319,8 @@ pub async fn save_idempotent(
 }
 
 /// Empties every table (admin reset).
-pub async fn reset(pool: &SqlitePool) -> Result<(), sqlx::Error> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+pub async fn reset(db: &crate::db::Db) -> Result<(), sqlx::Error> {
+    let mut tx = db.begin_write().await?;
     for table in ["resources", "idempotency", "audit"] {
         sqlx::query(AssertSqlSafe(format!("DELETE FROM {table}")))
             .execute(&mut *tx)

@@ -33,6 +33,17 @@ pub async fn run(state: SharedState) {
     }
 }
 
+/// Checkpoints the WAL every second (see `Db::open`).
+pub async fn checkpoint(state: SharedState) {
+    let mut every = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        every.tick().await;
+        if let Err(err) = state.db.checkpoint().await {
+            tracing::warn!(%err, "WAL checkpoint");
+        }
+    }
+}
+
 /// Settles what is due; returns the next deadline.
 async fn tick(state: &SharedState) -> Result<Option<i64>, sqlx::Error> {
     let now = now_ms();
@@ -40,7 +51,7 @@ async fn tick(state: &SharedState) -> Result<Option<i64>, sqlx::Error> {
         .await?
         .is_some_and(|d| d <= now)
     {
-        let mut tx = state.db.write.begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = state.db.begin_write().await?;
         let settled = store::settle_due(&mut tx, now).await?;
         tx.commit().await?;
         tracing::debug!(settled, "transitions completed");
