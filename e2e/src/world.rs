@@ -7,7 +7,6 @@
 //! `provider::run`.
 
 use std::fmt::Debug;
-use std::future::Future;
 use std::time::Duration;
 
 use fakecloud::client::{AdminClient, Client as CloudClient};
@@ -47,7 +46,10 @@ impl Default for WorldOptions {
         Self {
             install_crds: true,
             provisioning_delay: Duration::from_millis(300),
-            provider_args: vec!["--poll-interval=30s".into(), "--pending-poll-interval=250ms".into()],
+            provider_args: vec![
+                "--poll-interval=30s".into(),
+                "--pending-poll-interval=250ms".into(),
+            ],
         }
     }
 }
@@ -65,7 +67,11 @@ pub enum WorldError {
     #[error("provider flags: {0}")]
     Flags(#[from] clap::Error),
     #[error("timed out after {timeout:?} waiting for {what}; last seen: {last}")]
-    Timeout { what: String, timeout: Duration, last: String },
+    Timeout {
+        what: String,
+        timeout: Duration,
+        last: String,
+    },
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -101,7 +107,8 @@ impl World {
         };
         let (cluster, cloud_server) = tokio::join!(cluster_options.start(), async {
             let dir = tempfile::tempdir()?;
-            let mut config = fakecloud::Config::new(dir.path().join("fakecloud.db").display().to_string());
+            let mut config =
+                fakecloud::Config::new(dir.path().join("fakecloud.db").display().to_string());
             config.default_delay = options.provisioning_delay;
             Ok::<_, WorldError>((dir, fakecloud::spawn(config).await?))
         });
@@ -132,16 +139,23 @@ impl World {
     }
 
     pub fn cloud_url(&self) -> String {
-        self.cloud_server.as_ref().expect("fakecloud runs while the world lives").base_url()
+        self.cloud_server
+            .as_ref()
+            .expect("fakecloud runs while the world lives")
+            .base_url()
     }
 
     pub fn api_key(&self) -> &str {
-        self.cloud_server.as_ref().expect("fakecloud runs while the world lives").api_key()
+        self.cloud_server
+            .as_ref()
+            .expect("fakecloud runs while the world lives")
+            .api_key()
     }
 
     async fn create_namespace(&self, name: &str) -> Result<(), WorldError> {
         let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.kube());
-        let ns = serde_json::from_value(json!({ "metadata": { "name": name } })).expect("valid namespace");
+        let ns = serde_json::from_value(json!({ "metadata": { "name": name } }))
+            .expect("valid namespace");
         match api.create(&PostParams::default(), &ns).await {
             Ok(_) => Ok(()),
             Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
@@ -186,7 +200,12 @@ impl World {
         args.extend(self.options.provider_args.iter().cloned());
         let config = <provider::config::Config as clap::Parser>::try_parse_from(args)?;
         let token = CancellationToken::new();
-        let task = tokio::spawn(provider::run(config, self.kube(), self.metrics.clone(), token.clone()));
+        let task = tokio::spawn(provider::run(
+            config,
+            self.kube(),
+            self.metrics.clone(),
+            token.clone(),
+        ));
         self.provider = Some(RunningProvider { token, task });
         Ok(())
     }
@@ -203,10 +222,18 @@ impl World {
     /// of a typed kind) as a user would.
     pub async fn apply<K>(&self, object: Value) -> Result<K, WorldError>
     where
-        K: Resource<DynamicType = (), Scope = ClusterResourceScope> + Clone + DeserializeOwned + Serialize + Debug,
+        K: Resource<DynamicType = (), Scope = ClusterResourceScope>
+            + Clone
+            + DeserializeOwned
+            + Serialize
+            + Debug,
     {
-        let name = object["metadata"]["name"].as_str().expect("object has a name").to_owned();
-        self.apply_json(&Api::<K>::all(self.kube()), &name, object).await
+        let name = object["metadata"]["name"]
+            .as_str()
+            .expect("object has a name")
+            .to_owned();
+        self.apply_json(&Api::<K>::all(self.kube()), &name, object)
+            .await
     }
 
     async fn apply_json<K>(&self, api: &Api<K>, name: &str, object: Value) -> Result<K, WorldError>
@@ -214,30 +241,50 @@ impl World {
         K: Resource + Clone + DeserializeOwned + Debug,
     {
         Ok(api
-            .patch(name, &PatchParams::apply(USER_MANAGER).force(), &Patch::Apply(&object))
+            .patch(
+                name,
+                &PatchParams::apply(USER_MANAGER).force(),
+                &Patch::Apply(&object),
+            )
             .await?)
     }
 
     /// Merge-patches an object as a user editing it would.
     pub async fn patch<K>(&self, name: &str, patch: Value) -> Result<K, WorldError>
     where
-        K: Resource<DynamicType = (), Scope = ClusterResourceScope> + Clone + DeserializeOwned + Serialize + Debug,
+        K: Resource<DynamicType = (), Scope = ClusterResourceScope>
+            + Clone
+            + DeserializeOwned
+            + Serialize
+            + Debug,
     {
-        Ok(Api::<K>::all(self.kube()).patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await?)
+        Ok(Api::<K>::all(self.kube())
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?)
     }
 
     pub async fn get<K>(&self, name: &str) -> Result<Option<K>, WorldError>
     where
-        K: Resource<DynamicType = (), Scope = ClusterResourceScope> + Clone + DeserializeOwned + Serialize + Debug,
+        K: Resource<DynamicType = (), Scope = ClusterResourceScope>
+            + Clone
+            + DeserializeOwned
+            + Serialize
+            + Debug,
     {
         Ok(Api::<K>::all(self.kube()).get_opt(name).await?)
     }
 
     pub async fn delete<K>(&self, name: &str) -> Result<(), WorldError>
     where
-        K: Resource<DynamicType = (), Scope = ClusterResourceScope> + Clone + DeserializeOwned + Serialize + Debug,
+        K: Resource<DynamicType = (), Scope = ClusterResourceScope>
+            + Clone
+            + DeserializeOwned
+            + Serialize
+            + Debug,
     {
-        Api::<K>::all(self.kube()).delete(name, &DeleteParams::default()).await?;
+        Api::<K>::all(self.kube())
+            .delete(name, &DeleteParams::default())
+            .await?;
         Ok(())
     }
 
@@ -251,41 +298,53 @@ impl World {
         done: impl Fn(&K) -> bool,
     ) -> Result<K, WorldError>
     where
-        K: Resource<DynamicType = (), Scope = ClusterResourceScope> + Clone + DeserializeOwned + Serialize + Debug,
+        K: Resource<DynamicType = (), Scope = ClusterResourceScope>
+            + Clone
+            + DeserializeOwned
+            + Serialize
+            + Debug,
     {
-        let mut last = None;
-        let found = poll(timeout, || async {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
             let object = self.get::<K>(name).await?;
-            let ok = object.as_ref().is_some_and(&done);
-            last = object.clone();
-            Ok(ok.then_some(object).flatten())
-        })
-        .await?;
-        found.ok_or_else(|| WorldError::Timeout {
-            what: format!("{name}: {what}"),
-            timeout,
-            last: describe(last.as_ref()),
-        })
+            match object {
+                Some(object) if done(&object) => return Ok(object),
+                _ if tokio::time::Instant::now() >= deadline => {
+                    return Err(WorldError::Timeout {
+                        what: format!("{name}: {what}"),
+                        timeout,
+                        last: describe(object.as_ref()),
+                    });
+                }
+                _ => tokio::time::sleep(POLL_INTERVAL).await,
+            }
+        }
     }
 
     /// Polls until the object no longer exists.
     pub async fn wait_gone<K>(&self, name: &str, timeout: Duration) -> Result<(), WorldError>
     where
-        K: Resource<DynamicType = (), Scope = ClusterResourceScope> + Clone + DeserializeOwned + Serialize + Debug,
+        K: Resource<DynamicType = (), Scope = ClusterResourceScope>
+            + Clone
+            + DeserializeOwned
+            + Serialize
+            + Debug,
     {
-        let mut last = None;
-        let gone = poll(timeout, || async {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
             let object = self.get::<K>(name).await?;
-            let gone = object.is_none();
-            last = object;
-            Ok(gone.then_some(()))
-        })
-        .await?;
-        gone.ok_or_else(|| WorldError::Timeout {
-            what: format!("{name} to be deleted"),
-            timeout,
-            last: describe(last.as_ref()),
-        })
+            match object {
+                None => return Ok(()),
+                Some(object) if tokio::time::Instant::now() >= deadline => {
+                    return Err(WorldError::Timeout {
+                        what: format!("{name} to be deleted"),
+                        timeout,
+                        last: describe(Some(&object)),
+                    });
+                }
+                Some(_) => tokio::time::sleep(POLL_INTERVAL).await,
+            }
+        }
     }
 
     /// The newest audit sequence number: calls after it are "from now on".
@@ -296,7 +355,11 @@ impl World {
 
     /// Mutating calls made with an API key (the provider's) on paths
     /// starting with `path_prefix`, after `mark`.
-    pub async fn mutating_calls(&self, path_prefix: &str, mark: i64) -> Result<Vec<AuditEntry>, WorldError> {
+    pub async fn mutating_calls(
+        &self,
+        path_prefix: &str,
+        mark: i64,
+    ) -> Result<Vec<AuditEntry>, WorldError> {
         Ok(self
             .admin
             .audit(&AuditQuery {
@@ -341,23 +404,8 @@ impl Drop for World {
     }
 }
 
-/// Calls `check` every 100 ms until it returns `Some` or `timeout` passes.
-async fn poll<T, F, Fut>(timeout: Duration, mut check: F) -> Result<Option<T>, WorldError>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<Option<T>, WorldError>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(found) = check().await? {
-            return Ok(Some(found));
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Ok(None);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
+/// How often waits look again.
+const POLL_INTERVAL: Duration = Duration::from_millis(100);
 
 fn describe<K: Serialize>(object: Option<&K>) -> String {
     match object {
@@ -400,7 +448,12 @@ pub fn is_synced<K: Serialize>(object: &K) -> bool {
 
 /// The external-name annotation.
 pub fn external_name<K: Resource>(object: &K) -> Option<String> {
-    object.meta().annotations.as_ref()?.get(apis::well_known::EXTERNAL_NAME_ANNOTATION).cloned()
+    object
+        .meta()
+        .annotations
+        .as_ref()?
+        .get(apis::well_known::EXTERNAL_NAME_ANNOTATION)
+        .cloned()
 }
 
 /// `status.atProvider` as JSON.

@@ -51,13 +51,14 @@ pub enum RunError {
 
 /// Runs the provider until `shutdown` is cancelled: health and metrics
 /// endpoints, leader election when asked, and the CRD gate that starts the
-/// controllers. Returns once every controller has stopped.
+/// controllers. Returns once every controller has stopped. `metrics` is
+/// passed in so an embedding process (tests, the demo) can read it.
 pub async fn run(
     config: Config,
     kube: kube::Client,
+    metrics: Metrics,
     shutdown: CancellationToken,
 ) -> Result<(), RunError> {
-    let metrics = Metrics::new();
     let (ready_tx, ready_rx) = watch::channel(false);
 
     let health = {

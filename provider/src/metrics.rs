@@ -165,6 +165,17 @@ impl Metrics {
             .inc();
     }
 
+    /// The sum of every sample of the named counter family in the
+    /// exposition (e.g. `provider_kube_writes_total`), for tests and
+    /// benchmarks that want one number.
+    pub fn total(&self, family: &str) -> f64 {
+        self.encode()
+            .lines()
+            .filter(|line| line.starts_with(family) && line[family.len()..].starts_with(['{', ' ']))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+
     pub fn kube_write(&self, kind: &str, target: &str) {
         self.kube_writes
             .get_or_create(&KubeWriteLabels {
