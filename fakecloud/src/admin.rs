@@ -79,8 +79,12 @@ pub async fn list_resources(
         if query.account.as_ref().is_some_and(|a| *a != row.account) {
             continue;
         }
-        let Some(row) = row.settled(now) else { continue };
-        let Some(kind) = Kind::parse(&row.kind) else { continue };
+        let Some(row) = row.settled(now) else {
+            continue;
+        };
+        let Some(kind) = Kind::parse(&row.kind) else {
+            continue;
+        };
         out.push(admin_resource(kind, &row)?);
     }
     Ok(Json(out))
@@ -200,7 +204,10 @@ pub async fn add_fault(State(state): State<SharedState>, body: Bytes) -> Result<
     if let Some(status) = spec.status
         && !(400..=599).contains(&status)
     {
-        return Err(ApiError::invalid("status", "must be an error status, 400..=599"));
+        return Err(ApiError::invalid(
+            "status",
+            "must be an error status, 400..=599",
+        ));
     }
     if spec.probability.is_some_and(|p| !(0.0..=1.0).contains(&p)) {
         return Err(ApiError::invalid("probability", "must be within 0..=1"));
@@ -219,11 +226,17 @@ pub async fn clear_faults(State(state): State<SharedState>) -> StatusCode {
 
 #[utoipa::path(delete, path = "/admin/faults/{id}", tag = "admin", params(("id" = u64, Path)),
     responses((status = 204), (status = 404, body = Problem)))]
-pub async fn remove_fault(State(state): State<SharedState>, Path(id): Path<u64>) -> Result<StatusCode> {
+pub async fn remove_fault(
+    State(state): State<SharedState>,
+    Path(id): Path<u64>,
+) -> Result<StatusCode> {
     if state.faults.remove(id) {
         Ok(StatusCode::NO_CONTENT)
     } else {
-        Err(ApiError::not_found("FaultRuleNotFound", format!("no fault rule {id}")))
+        Err(ApiError::not_found(
+            "FaultRuleNotFound",
+            format!("no fault rule {id}"),
+        ))
     }
 }
 
@@ -235,10 +248,16 @@ pub async fn get_throttling(State(state): State<SharedState>) -> Json<Option<Thr
 
 #[utoipa::path(put, path = "/admin/throttling", tag = "admin", request_body = Throttling,
     responses((status = 200, body = Throttling), (status = 400, body = Problem)))]
-pub async fn set_throttling(State(state): State<SharedState>, body: Bytes) -> Result<Json<Throttling>> {
+pub async fn set_throttling(
+    State(state): State<SharedState>,
+    body: Bytes,
+) -> Result<Json<Throttling>> {
     let config: Throttling = validate::parse_body(&body)?;
     if !(config.rate_per_second.is_finite() && config.rate_per_second >= 0.0) {
-        return Err(ApiError::invalid("ratePerSecond", "must be a non-negative number"));
+        return Err(ApiError::invalid(
+            "ratePerSecond",
+            "must be a non-negative number",
+        ));
     }
     state.throttle.set(Some(config));
     Ok(Json(config))

@@ -17,8 +17,8 @@ use crate::kinds::vpc::VpcKind;
 use crate::layers::Account;
 use crate::model::{
     AuthenticateResult, CreateDatabaseInstance, CreateNodeGroup, CreateSubnet, CreateVpc,
-    Credentials, DatabaseInstance, DatabaseInstancePatch, NodeGroup, NodeGroupPatch, Page,
-    Problem, Subnet, SubnetPatch, Vpc, VpcPatch,
+    Credentials, DatabaseInstance, DatabaseInstancePatch, NodeGroup, NodeGroupPatch, Page, Problem,
+    Subnet, SubnetPatch, Vpc, VpcPatch,
 };
 use crate::service;
 use crate::state::SharedState;

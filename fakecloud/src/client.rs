@@ -15,9 +15,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::model::{
-    AdminResource, AuditEntry, AuditQuery, CreateDatabaseInstance, CreateNodeGroup,
-    CreateSubnet, CreateVpc, Credentials, DatabaseInstance, FaultRule, FaultRuleSpec, Kind,
-    NodeGroup, Page, Problem, Subnet, Throttling, Timing, TimingTable, Vpc,
+    AdminResource, AuditEntry, AuditQuery, CreateDatabaseInstance, CreateNodeGroup, CreateSubnet,
+    CreateVpc, Credentials, DatabaseInstance, FaultRule, FaultRuleSpec, Kind, NodeGroup, Page,
+    Problem, Subnet, Throttling, Timing, TimingTable, Vpc,
 };
 
 /// Longest `Retry-After` the client will sleep for; a longer one is capped
@@ -27,17 +27,8 @@ const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The server answered with a problem document.
-    #[error("{method} {path}: {status} {code}: {detail} (request {request_id})")]
-    Api {
-        method: String,
-        path: String,
-        status: u16,
-        code: String,
-        detail: String,
-        field: Option<String>,
-        request_id: String,
-        retry_after: Option<Duration>,
-    },
+    #[error("{0}")]
+    Api(Box<ApiFailure>),
     #[error("{method} {path}: {source}")]
     Transport {
         method: String,
@@ -53,25 +44,49 @@ pub enum ClientError {
     },
 }
 
+/// A problem answered by the server, with the call it answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiFailure {
+    pub method: String,
+    pub path: String,
+    pub status: u16,
+    pub code: String,
+    pub detail: String,
+    pub field: Option<String>,
+    pub request_id: String,
+    pub retry_after: Option<Duration>,
+}
+
+impl std::fmt::Display for ApiFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {}: {} {}: {} (request {})",
+            self.method, self.path, self.status, self.code, self.detail, self.request_id
+        )
+    }
+}
+
 impl ClientError {
     /// The problem `code` (`InvalidVpcID.NotFound`, ...), for API errors.
     pub fn code(&self) -> Option<&str> {
         match self {
-            ClientError::Api { code, .. } => Some(code),
+            ClientError::Api(failure) => Some(&failure.code),
             _ => None,
         }
     }
 
     pub fn status(&self) -> Option<u16> {
         match self {
-            ClientError::Api { status, .. } | ClientError::Decode { status, .. } => Some(*status),
+            ClientError::Api(failure) => Some(failure.status),
+            ClientError::Decode { status, .. } => Some(*status),
             ClientError::Transport { source, .. } => source.status().map(|s| s.as_u16()),
         }
     }
 
     pub fn request_id(&self) -> Option<&str> {
         match self {
-            ClientError::Api { request_id, .. } => Some(request_id),
+            ClientError::Api(failure) => Some(&failure.request_id),
             _ => None,
         }
     }
@@ -79,7 +94,7 @@ impl ClientError {
     /// The request field the server blamed, for 400s.
     pub fn field(&self) -> Option<&str> {
         match self {
-            ClientError::Api { field, .. } => field.as_deref(),
+            ClientError::Api(failure) => failure.field.as_deref(),
             _ => None,
         }
     }
@@ -99,7 +114,7 @@ impl ClientError {
     /// Throttling, server errors and connection failures: worth a retry.
     pub fn is_retryable(&self) -> bool {
         match self {
-            ClientError::Api { status, .. } => *status == 429 || *status >= 500,
+            ClientError::Api(failure) => failure.status == 429 || failure.status >= 500,
             ClientError::Transport { source, .. } => source.is_connect() || source.is_timeout(),
             ClientError::Decode { .. } => false,
         }
@@ -107,7 +122,7 @@ impl ClientError {
 
     fn retry_after(&self) -> Option<Duration> {
         match self {
-            ClientError::Api { retry_after, .. } => *retry_after,
+            ClientError::Api(failure) => failure.retry_after,
             _ => None,
         }
     }
@@ -294,8 +309,8 @@ impl Transport {
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_string();
-        Err(match problem {
-            Some(p) => ClientError::Api {
+        Err(ClientError::Api(Box::new(match problem {
+            Some(p) => ApiFailure {
                 method: call.method.to_string(),
                 path: call.path.clone(),
                 status: status.as_u16(),
@@ -309,7 +324,7 @@ impl Transport {
                 },
                 retry_after,
             },
-            None => ClientError::Api {
+            None => ApiFailure {
                 method: call.method.to_string(),
                 path: call.path.clone(),
                 status: status.as_u16(),
@@ -319,7 +334,7 @@ impl Transport {
                 request_id,
                 retry_after,
             },
-        })
+        })))
     }
 
     async fn send(&self, call: Call) -> Result<Reply> {
@@ -431,12 +446,14 @@ impl Client {
     }
 
     async fn get<T: DeserializeOwned>(&self, path: String) -> Result<Versioned<T>> {
-        self.transport
-            .versioned(Call::new(Method::GET, path))
-            .await
+        self.transport.versioned(Call::new(Method::GET, path)).await
     }
 
-    async fn list<T: DeserializeOwned>(&self, path: String, options: &ListOptions) -> Result<Page<T>> {
+    async fn list<T: DeserializeOwned>(
+        &self,
+        path: String,
+        options: &ListOptions,
+    ) -> Result<Page<T>> {
         self.transport
             .json(Call::new(Method::GET, path).query(options.query()))
             .await
@@ -516,8 +533,11 @@ impl Client {
     }
 
     pub async fn get_subnet(&self, region: &str, id: &str) -> Result<Versioned<Subnet>> {
-        self.get(Self::region_path(region, &format!("subnets/{}", segment(id))))
-            .await
+        self.get(Self::region_path(
+            region,
+            &format!("subnets/{}", segment(id)),
+        ))
+        .await
     }
 
     pub async fn list_subnets(&self, region: &str, options: &ListOptions) -> Result<Page<Subnet>> {
@@ -541,8 +561,11 @@ impl Client {
     }
 
     pub async fn delete_subnet(&self, region: &str, id: &str) -> Result<()> {
-        self.delete(Self::region_path(region, &format!("subnets/{}", segment(id))))
-            .await
+        self.delete(Self::region_path(
+            region,
+            &format!("subnets/{}", segment(id)),
+        ))
+        .await
     }
 
     // ------------------------------------------------------------ NodeGroup
@@ -655,8 +678,12 @@ impl Client {
         patch: &impl Serialize,
         if_match: Option<&str>,
     ) -> Result<Versioned<DatabaseInstance>> {
-        self.patch(Self::database_path(region, Some(identifier)), patch, if_match)
-            .await
+        self.patch(
+            Self::database_path(region, Some(identifier)),
+            patch,
+            if_match,
+        )
+        .await
     }
 
     /// Starts deleting; the instance shows `deleting` until it is gone.
@@ -673,7 +700,10 @@ impl Client {
         identifier: &str,
         credentials: &Credentials,
     ) -> Result<bool> {
-        let path = format!("{}/authenticate", Self::database_path(region, Some(identifier)));
+        let path = format!(
+            "{}/authenticate",
+            Self::database_path(region, Some(identifier))
+        );
         match self
             .transport
             .send(Call::new(Method::POST, path).json(credentials)?)
@@ -783,7 +813,8 @@ impl AdminClient {
         let timing = Timing {
             delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
         };
-        let call = Call::new(Method::PUT, format!("/admin/timing/{}", kind.as_str())).json(&timing)?;
+        let call =
+            Call::new(Method::PUT, format!("/admin/timing/{}", kind.as_str())).json(&timing)?;
         self.transport.json(call).await
     }
 

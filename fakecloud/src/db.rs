@@ -10,11 +10,11 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::{Sqlite, SqliteConnection, Transaction};
-use tokio::sync::{Mutex, OwnedMutexGuard};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
+use sqlx::{Sqlite, SqliteConnection, Transaction};
+use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use crate::error::Error;
 

@@ -69,9 +69,7 @@ impl Faults {
                 .as_deref()
                 .is_none_or(|m| m.eq_ignore_ascii_case(method))
                 && path.starts_with(&spec.path_prefix)
-                && spec
-                    .probability
-                    .is_none_or(|p| rand::random::<f64>() < p)
+                && spec.probability.is_none_or(|p| rand::random::<f64>() < p)
         })?;
         let rule = &mut inner.rules[index];
         rule.fired += 1;

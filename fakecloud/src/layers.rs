@@ -48,9 +48,17 @@ fn with_info(mut response: Response, info: CallInfo) -> Response {
 }
 
 /// `/v1`: bearer API key -> account, then throttling, then fault rules.
-pub async fn api_auth(State(state): State<SharedState>, mut request: Request, next: Next) -> Response {
-    let Some(account) = bearer(&request).and_then(|key| state.api_keys.get(key)).cloned() else {
-        let error = ApiError::unauthorized("missing or unknown API key (Authorization: Bearer <key>)");
+pub async fn api_auth(
+    State(state): State<SharedState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let Some(account) = bearer(&request)
+        .and_then(|key| state.api_keys.get(key))
+        .cloned()
+    else {
+        let error =
+            ApiError::unauthorized("missing or unknown API key (Authorization: Bearer <key>)");
         return with_info(
             error.into_response(),
             CallInfo {
@@ -80,7 +88,8 @@ pub async fn api_auth(State(state): State<SharedState>, mut request: Request, ne
         }
         if let Some((status, code, retry_after)) = firing.error {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            let mut error = ApiError::new(status, code, format!("injected fault on {method} {path}"));
+            let mut error =
+                ApiError::new(status, code, format!("injected fault on {method} {path}"));
             error.retry_after = retry_after;
             return with_info(error.into_response(), info);
         }
@@ -90,7 +99,11 @@ pub async fn api_auth(State(state): State<SharedState>, mut request: Request, ne
 }
 
 /// `/admin`: the admin bearer token.
-pub async fn admin_auth(State(state): State<SharedState>, request: Request, next: Next) -> Response {
+pub async fn admin_auth(
+    State(state): State<SharedState>,
+    request: Request,
+    next: Next,
+) -> Response {
     if bearer(&request) != Some(state.admin_token.as_str()) {
         return with_info(
             ApiError::unauthorized("missing or wrong admin token").into_response(),
@@ -139,10 +152,14 @@ pub async fn observe(State(state): State<SharedState>, request: Request, next: N
         })
         .inc();
     if !UNAUDITED.contains(&path.as_str()) {
-        let info = response.extensions().get::<CallInfo>().cloned().unwrap_or(CallInfo {
-            account: None,
-            actor: Actor::Anonymous,
-        });
+        let info = response
+            .extensions()
+            .get::<CallInfo>()
+            .cloned()
+            .unwrap_or(CallInfo {
+                account: None,
+                actor: Actor::Anonymous,
+            });
         state.audit.record(Entry {
             time: now_ms(),
             account: info.account,

@@ -574,7 +574,9 @@ pub struct AuditEntry {
 }
 
 /// Filters for `GET /admin/audit`; all optional, combined with AND.
-#[derive(Serialize, Deserialize, ToSchema, utoipa::IntoParams, Clone, Debug, PartialEq, Default)]
+#[derive(
+    Serialize, Deserialize, ToSchema, utoipa::IntoParams, Clone, Debug, PartialEq, Default,
+)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct AuditQuery {

@@ -193,10 +193,15 @@ pub async fn spawn(config: Config) -> Result<RunningServer, Error> {
 
 pub fn router(state: SharedState) -> Router {
     let v1 = Router::new()
-        .route("/v1/regions/{region}/vpcs", post(api::create_vpc).get(api::list_vpcs))
+        .route(
+            "/v1/regions/{region}/vpcs",
+            post(api::create_vpc).get(api::list_vpcs),
+        )
         .route(
             "/v1/regions/{region}/vpcs/{id}",
-            get(api::get_vpc).patch(api::patch_vpc).delete(api::delete_vpc),
+            get(api::get_vpc)
+                .patch(api::patch_vpc)
+                .delete(api::delete_vpc),
         )
         .route(
             "/v1/regions/{region}/subnets",
@@ -204,7 +209,9 @@ pub fn router(state: SharedState) -> Router {
         )
         .route(
             "/v1/regions/{region}/subnets/{id}",
-            get(api::get_subnet).patch(api::patch_subnet).delete(api::delete_subnet),
+            get(api::get_subnet)
+                .patch(api::patch_subnet)
+                .delete(api::delete_subnet),
         )
         .route(
             "/v1/regions/{region}/clusters/{cluster}/nodegroups",
@@ -246,7 +253,10 @@ pub fn router(state: SharedState) -> Router {
                 .post(admin::add_fault)
                 .delete(admin::clear_faults),
         )
-        .route("/admin/faults/{id}", axum::routing::delete(admin::remove_fault))
+        .route(
+            "/admin/faults/{id}",
+            axum::routing::delete(admin::remove_fault),
+        )
         .route(
             "/admin/throttling",
             get(admin::get_throttling)
@@ -272,10 +282,8 @@ pub fn router(state: SharedState) -> Router {
 async fn readyz(State(state): State<SharedState>) -> Response {
     match sqlx::query("SELECT 1").execute(&state.db.read).await {
         Ok(_) => "ready".into_response(),
-        Err(err) => {
-            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "NotReady", err.to_string())
-                .into_response()
-        }
+        Err(err) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "NotReady", err.to_string())
+            .into_response(),
     }
 }
 

@@ -81,7 +81,9 @@ pub async fn create<K: ResourceKind>(
                 .ok()
                 .filter(|k| !k.is_empty() && k.len() <= 255)
                 .map(str::to_owned)
-                .ok_or_else(|| ApiError::invalid("Idempotency-Key", "must be 1-255 visible ASCII characters"))
+                .ok_or_else(|| {
+                    ApiError::invalid("Idempotency-Key", "must be 1-255 visible ASCII characters")
+                })
         })
         .transpose()?;
     let request_hash = {
@@ -180,7 +182,12 @@ pub async fn get<K: ResourceKind>(
         .await?
         .and_then(|r| r.settled(now_ms()))
         .ok_or_else(|| not_found::<K>(&loc, name))?;
-    Ok(json_response(StatusCode::OK, render::<K>(&row)?, &row.etag(), None))
+    Ok(json_response(
+        StatusCode::OK,
+        render::<K>(&row)?,
+        &row.etag(),
+        None,
+    ))
 }
 
 /// List query: `pageSize`, `pageToken`, and `tag=key=value` / `tag=key`
@@ -205,11 +212,10 @@ pub async fn list<K: ResourceKind>(
                     })?;
             }
             "pageToken" => {
-                after = value
-                    .parse()
-                    .ok()
-                    .filter(|n: &i64| *n > 0)
-                    .ok_or_else(|| ApiError::invalid("pageToken", "not a token this API issued"))?;
+                after =
+                    value.parse().ok().filter(|n: &i64| *n > 0).ok_or_else(|| {
+                        ApiError::invalid("pageToken", "not a token this API issued")
+                    })?;
             }
             "tag" => tags.push(match value.split_once('=') {
                 Some((k, v)) => (k.to_string(), Some(v.to_string())),
@@ -287,8 +293,8 @@ pub async fn patch<K: ResourceKind>(
             format!("{} {name} is being deleted", K::KIND),
         ));
     }
-    let old: Value =
-        serde_json::from_str(&row.spec).map_err(|e| ApiError::internal("decoding stored spec", e))?;
+    let old: Value = serde_json::from_str(&row.spec)
+        .map_err(|e| ApiError::internal("decoding stored spec", e))?;
     let mut merged = old.clone();
     json_patch::merge(&mut merged, &Value::Object(patch));
     let revised = K::revise(&old, merged, password)?;
@@ -305,7 +311,12 @@ pub async fn patch<K: ResourceKind>(
     if revised.spec == old && revised.secret_hash.is_none() {
         // Nothing changes: no write, same ETag.
         tx.commit().await?;
-        return Ok(json_response(StatusCode::OK, render::<K>(&row)?, &row.etag(), None));
+        return Ok(json_response(
+            StatusCode::OK,
+            render::<K>(&row)?,
+            &row.etag(),
+            None,
+        ));
     }
     row.spec = revised.spec.to_string();
     if let Some(hash) = revised.secret_hash {
@@ -329,7 +340,12 @@ pub async fn patch<K: ResourceKind>(
     if wake {
         state.ticker.notify_one();
     }
-    Ok(json_response(StatusCode::OK, render::<K>(&row)?, &row.etag(), None))
+    Ok(json_response(
+        StatusCode::OK,
+        render::<K>(&row)?,
+        &row.etag(),
+        None,
+    ))
 }
 
 /// Deletes at once (VPC, subnet: 204) or starts deleting (node group,

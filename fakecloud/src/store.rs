@@ -95,7 +95,11 @@ pub async fn next_deadline(pool: &SqlitePool) -> Result<Option<i64>, sqlx::Error
         .await
 }
 
-pub async fn find<'e, E>(executor: E, loc: &Location, name: &str) -> Result<Option<Row>, sqlx::Error>
+pub async fn find<'e, E>(
+    executor: E,
+    loc: &Location,
+    name: &str,
+) -> Result<Option<Row>, sqlx::Error>
 where
     E: sqlx::SqliteExecutor<'e>,
 {

@@ -41,8 +41,8 @@ impl Throttle {
             .buckets
             .entry(account.to_string())
             .or_insert((burst, now));
-        *tokens = (*tokens + now.duration_since(*last).as_secs_f64() * config.rate_per_second)
-            .min(burst);
+        *tokens =
+            (*tokens + now.duration_since(*last).as_secs_f64() * config.rate_per_second).min(burst);
         *last = now;
         if *tokens >= 1.0 {
             *tokens -= 1.0;

@@ -29,37 +29,99 @@ async fn outside_actor_changes_are_visible_and_audited_as_external() {
         )
         .await
         .unwrap();
-    let before = cloud.a.get_node_group(REGION, "c1", "workers").await.unwrap();
-    let since = cloud.admin.audit(&AuditQuery::default()).await.unwrap().last().unwrap().seq;
+    let before = cloud
+        .a
+        .get_node_group(REGION, "c1", "workers")
+        .await
+        .unwrap();
+    let since = cloud
+        .admin
+        .audit(&AuditQuery::default())
+        .await
+        .unwrap()
+        .last()
+        .unwrap()
+        .seq;
 
     // An autoscaler raises desiredSize; another team tags the VPC.
     let changed = cloud
         .admin
-        .patch_resource(Kind::NodeGroup, "workers", &Address::default(), &json!({"scalingConfig": {"maxSize": 5, "desiredSize": 4}}))
+        .patch_resource(
+            Kind::NodeGroup,
+            "workers",
+            &Address::default(),
+            &json!({"scalingConfig": {"maxSize": 5, "desiredSize": 4}}),
+        )
         .await
         .unwrap();
     assert_eq!(changed["scalingConfig"]["desiredSize"], 4);
-    cloud.admin.patch_resource(Kind::Vpc, &vpc.id, &Address::default(), &json!({"tags": {"cost-center": "42"}})).await.unwrap();
-    let after = cloud.a.get_node_group(REGION, "c1", "workers").await.unwrap();
+    cloud
+        .admin
+        .patch_resource(
+            Kind::Vpc,
+            &vpc.id,
+            &Address::default(),
+            &json!({"tags": {"cost-center": "42"}}),
+        )
+        .await
+        .unwrap();
+    let after = cloud
+        .a
+        .get_node_group(REGION, "c1", "workers")
+        .await
+        .unwrap();
     assert_eq!(after.resource.scaling_config.desired_size, 4);
-    assert_ne!(after.etag, before.etag, "owner's ETag is stale after an outside change");
-    assert_eq!(cloud.a.get_vpc(REGION, &vpc.id).await.unwrap().resource.tags["cost-center"], "42");
+    assert_ne!(
+        after.etag, before.etag,
+        "owner's ETag is stale after an outside change"
+    );
+    assert_eq!(
+        cloud
+            .a
+            .get_vpc(REGION, &vpc.id)
+            .await
+            .unwrap()
+            .resource
+            .tags["cost-center"],
+        "42"
+    );
     // Outside actors obey the same rules.
     let err = cloud
         .admin
-        .patch_resource(Kind::NodeGroup, "workers", &Address::default(), &json!({"scalingConfig": {"desiredSize": 9}}))
+        .patch_resource(
+            Kind::NodeGroup,
+            "workers",
+            &Address::default(),
+            &json!({"scalingConfig": {"desiredSize": 9}}),
+        )
         .await
         .unwrap_err();
-    assert_problem(&err, 400, "InvalidParameterValue", Some("scalingConfig.desiredSize"));
+    assert_problem(
+        &err,
+        400,
+        "InvalidParameterValue",
+        Some("scalingConfig.desiredSize"),
+    );
 
     let external = cloud
         .admin
-        .audit(&AuditQuery { actor: Some(Actor::External), after_seq: Some(since), ..Default::default() })
+        .audit(&AuditQuery {
+            actor: Some(Actor::External),
+            after_seq: Some(since),
+            ..Default::default()
+        })
         .await
         .unwrap();
     assert_eq!(external.len(), 3, "{external:?}");
-    assert!(external.iter().all(|e| e.account.as_deref() == Some(ACCOUNT_A) && e.method == "PATCH"));
-    assert_eq!(external.iter().map(|e| e.status).collect::<Vec<_>>(), vec![200, 200, 400]);
+    assert!(
+        external
+            .iter()
+            .all(|e| e.account.as_deref() == Some(ACCOUNT_A) && e.method == "PATCH")
+    );
+    assert_eq!(
+        external.iter().map(|e| e.status).collect::<Vec<_>>(),
+        vec![200, 200, 400]
+    );
     // Reads by the owner since then: no mutating call by the API actor.
     let mutating = cloud
         .admin
@@ -73,7 +135,16 @@ async fn outside_actor_changes_are_visible_and_audited_as_external() {
         .await
         .unwrap();
     assert!(mutating.is_empty(), "{mutating:?}");
-    let err = cloud.admin.patch_resource(Kind::Vpc, "vpc-00000000000000000", &Address::default(), &json!({})).await.unwrap_err();
+    let err = cloud
+        .admin
+        .patch_resource(
+            Kind::Vpc,
+            "vpc-00000000000000000",
+            &Address::default(),
+            &json!({}),
+        )
+        .await
+        .unwrap_err();
     assert_problem(&err, 404, "ResourceNotFound", None);
 }
 
@@ -82,9 +153,17 @@ async fn audit_records_every_call_with_account_actor_and_request_id() {
     let cloud = Cloud::start().await;
     let vpc = cloud.vpc("10.0.0.0/16").await;
     cloud.b.get_vpc(REGION, &vpc.id).await.unwrap_err();
-    cloud.http.get(cloud.url("/v1/regions/us-east-1/vpcs")).send().await.unwrap();
+    cloud
+        .http
+        .get(cloud.url("/v1/regions/us-east-1/vpcs"))
+        .send()
+        .await
+        .unwrap();
     let all = cloud.admin.audit(&AuditQuery::default()).await.unwrap();
-    let calls: Vec<_> = all.iter().map(|e| (e.account.as_deref(), e.actor, e.method.as_str(), e.status)).collect();
+    let calls: Vec<_> = all
+        .iter()
+        .map(|e| (e.account.as_deref(), e.actor, e.method.as_str(), e.status))
+        .collect();
     assert_eq!(
         calls,
         vec![
@@ -94,39 +173,84 @@ async fn audit_records_every_call_with_account_actor_and_request_id() {
         ]
     );
     assert!(all.iter().all(|e| !e.request_id.is_empty()));
-    let by_b = cloud.admin.audit(&AuditQuery { account: Some(ACCOUNT_B.into()), ..Default::default() }).await.unwrap();
+    let by_b = cloud
+        .admin
+        .audit(&AuditQuery {
+            account: Some(ACCOUNT_B.into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
     assert_eq!(by_b.len(), 1);
-    assert_eq!(by_b[0].path, format!("/v1/regions/us-east-1/vpcs/{}", vpc.id));
+    assert_eq!(
+        by_b[0].path,
+        format!("/v1/regions/us-east-1/vpcs/{}", vpc.id)
+    );
     let posts = cloud
         .admin
-        .audit(&AuditQuery { method: Some("POST".into()), path_prefix: Some("/v1/regions/us-east-1/".into()), ..Default::default() })
+        .audit(&AuditQuery {
+            method: Some("POST".into()),
+            path_prefix: Some("/v1/regions/us-east-1/".into()),
+            ..Default::default()
+        })
         .await
         .unwrap();
     assert_eq!(posts.len(), 1);
 
     cloud.admin.reset().await.unwrap();
     assert!(cloud.admin.resources(None, None).await.unwrap().is_empty());
-    let after_reset = cloud.admin.audit(&AuditQuery { actor: Some(Actor::Api), ..Default::default() }).await.unwrap();
+    let after_reset = cloud
+        .admin
+        .audit(&AuditQuery {
+            actor: Some(Actor::Api),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
     assert!(after_reset.is_empty());
 }
 
 #[tokio::test]
 async fn timing_is_configurable_per_kind() {
     let cloud = Cloud::start_with_delay(Duration::from_secs(60)).await;
-    let table = cloud.admin.set_timing(Kind::Vpc, Duration::ZERO).await.unwrap();
+    let table = cloud
+        .admin
+        .set_timing(Kind::Vpc, Duration::ZERO)
+        .await
+        .unwrap();
     assert_eq!(table.vpc.delay_ms, 0);
     assert_eq!(table.subnet.delay_ms, 60_000);
     let vpc = cloud.vpc("10.0.0.0/16").await;
     assert_eq!(vpc.state, NetworkState::Available);
     let subnet = cloud.subnet(&vpc.id, "10.0.1.0/24").await;
     assert_eq!(subnet.state, NetworkState::Pending);
-    cloud.admin.set_timing(Kind::Subnet, Duration::from_millis(50)).await.unwrap();
+    cloud
+        .admin
+        .set_timing(Kind::Subnet, Duration::from_millis(50))
+        .await
+        .unwrap();
     let quick = cloud.subnet(&vpc.id, "10.0.2.0/24").await;
     eventually("quick subnet available", || async {
-        cloud.a.get_subnet(REGION, &quick.id).await.unwrap().resource.state == NetworkState::Available
+        cloud
+            .a
+            .get_subnet(REGION, &quick.id)
+            .await
+            .unwrap()
+            .resource
+            .state
+            == NetworkState::Available
     })
     .await;
-    assert_eq!(cloud.a.get_subnet(REGION, &subnet.id).await.unwrap().resource.state, NetworkState::Pending);
+    assert_eq!(
+        cloud
+            .a
+            .get_subnet(REGION, &subnet.id)
+            .await
+            .unwrap()
+            .resource
+            .state,
+        NetworkState::Pending
+    );
 }
 
 #[tokio::test]
@@ -144,29 +268,66 @@ async fn fault_rules_fail_matching_calls_and_the_client_retries() {
         })
         .await
         .unwrap();
-    let body = CreateVpc { cidr_block: "10.0.0.0/16".into(), ..Default::default() };
+    let body = CreateVpc {
+        cidr_block: "10.0.0.0/16".into(),
+        ..Default::default()
+    };
     let err = cloud.a.create_vpc(REGION, &body, None).await.unwrap_err();
     assert_problem(&err, 503, "ServiceUnavailable", None);
     assert!(err.is_retryable());
     // GETs do not match the rule.
-    cloud.a.list_vpcs(REGION, &Default::default()).await.unwrap();
+    cloud
+        .a
+        .list_vpcs(REGION, &Default::default())
+        .await
+        .unwrap();
     // One firing left: a retrying client gets through, creating exactly once.
     let retrying = Client::new(&cloud.base, KEY_A).with_retry(RetryPolicy {
         max_retries: 3,
         min_delay: Duration::from_millis(10),
         max_delay: Duration::from_millis(50),
     });
-    let vpc = retrying.create_vpc(REGION, &body, None).await.unwrap().resource;
-    assert_eq!(cloud.admin.resources(Some(Kind::Vpc), None).await.unwrap().len(), 1);
-    assert!(cloud.admin.faults().await.unwrap().is_empty(), "rule used up");
-    let posts = cloud.admin.audit(&AuditQuery { method: Some("POST".into()), actor: Some(Actor::Api), ..Default::default() }).await.unwrap();
-    assert_eq!(posts.iter().map(|e| e.status).collect::<Vec<_>>(), vec![503, 503, 201]);
+    let vpc = retrying
+        .create_vpc(REGION, &body, None)
+        .await
+        .unwrap()
+        .resource;
+    assert_eq!(
+        cloud
+            .admin
+            .resources(Some(Kind::Vpc), None)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(
+        cloud.admin.faults().await.unwrap().is_empty(),
+        "rule used up"
+    );
+    let posts = cloud
+        .admin
+        .audit(&AuditQuery {
+            method: Some("POST".into()),
+            actor: Some(Actor::Api),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        posts.iter().map(|e| e.status).collect::<Vec<_>>(),
+        vec![503, 503, 201]
+    );
     let _ = rule;
 
     // Latency only: served normally, later.
     let slow = cloud
         .admin
-        .add_fault(&FaultRuleSpec { path_prefix: format!("/v1/regions/us-east-1/vpcs/{}", vpc.id), latency_ms: Some(300), ..Default::default() })
+        .add_fault(&FaultRuleSpec {
+            path_prefix: format!("/v1/regions/us-east-1/vpcs/{}", vpc.id),
+            latency_ms: Some(300),
+            ..Default::default()
+        })
         .await
         .unwrap();
     let started = std::time::Instant::now();
@@ -177,9 +338,26 @@ async fn fault_rules_fail_matching_calls_and_the_client_retries() {
     assert_problem(&err, 404, "FaultRuleNotFound", None);
 
     // Probability 0 never fires; bad rules are refused.
-    cloud.admin.add_fault(&FaultRuleSpec { path_prefix: "/v1".into(), status: Some(500), probability: Some(0.0), ..Default::default() }).await.unwrap();
+    cloud
+        .admin
+        .add_fault(&FaultRuleSpec {
+            path_prefix: "/v1".into(),
+            status: Some(500),
+            probability: Some(0.0),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
     cloud.a.get_vpc(REGION, &vpc.id).await.unwrap();
-    let err = cloud.admin.add_fault(&FaultRuleSpec { path_prefix: "/v1".into(), status: Some(200), ..Default::default() }).await.unwrap_err();
+    let err = cloud
+        .admin
+        .add_fault(&FaultRuleSpec {
+            path_prefix: "/v1".into(),
+            status: Some(200),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
     assert_problem(&err, 400, "InvalidParameterValue", Some("status"));
     cloud.admin.clear_faults().await.unwrap();
     assert!(cloud.admin.faults().await.unwrap().is_empty());
@@ -188,23 +366,51 @@ async fn fault_rules_fail_matching_calls_and_the_client_retries() {
 #[tokio::test]
 async fn throttling_answers_429_with_retry_after_per_account() {
     let cloud = Cloud::start().await;
-    cloud.admin.set_throttling(Some(Throttling { rate_per_second: 2.0, burst: 2 })).await.unwrap();
-    cloud.a.list_vpcs(REGION, &Default::default()).await.unwrap();
-    cloud.a.list_vpcs(REGION, &Default::default()).await.unwrap();
-    let response = cloud.raw(reqwest::Method::GET, "/v1/regions/us-east-1/vpcs", "").await;
+    cloud
+        .admin
+        .set_throttling(Some(Throttling {
+            rate_per_second: 2.0,
+            burst: 2,
+        }))
+        .await
+        .unwrap();
+    cloud
+        .a
+        .list_vpcs(REGION, &Default::default())
+        .await
+        .unwrap();
+    cloud
+        .a
+        .list_vpcs(REGION, &Default::default())
+        .await
+        .unwrap();
+    let response = cloud
+        .raw(reqwest::Method::GET, "/v1/regions/us-east-1/vpcs", "")
+        .await;
     assert_eq!(response.headers()["retry-after"], "1");
     problem(response, 429, "Throttling").await;
     // Account B has its own bucket.
-    cloud.b.list_vpcs(REGION, &Default::default()).await.unwrap();
+    cloud
+        .b
+        .list_vpcs(REGION, &Default::default())
+        .await
+        .unwrap();
     // A retrying client waits as told and gets through.
     let retrying = Client::new(&cloud.base, KEY_A).with_retry(RetryPolicy {
         max_retries: 3,
         min_delay: Duration::from_millis(10),
         max_delay: Duration::from_millis(50),
     });
-    retrying.list_vpcs(REGION, &Default::default()).await.unwrap();
+    retrying
+        .list_vpcs(REGION, &Default::default())
+        .await
+        .unwrap();
     cloud.admin.set_throttling(None).await.unwrap();
     for _ in 0..5 {
-        cloud.a.list_vpcs(REGION, &Default::default()).await.unwrap();
+        cloud
+            .a
+            .list_vpcs(REGION, &Default::default())
+            .await
+            .unwrap();
     }
 }

@@ -49,7 +49,10 @@ async fn a_restart_mid_transition_keeps_state_and_completes_it() {
         .await
         .unwrap();
     cloud.server.shutdown().await.unwrap();
-    assert_eq!(stored_state(&db_path, &vpc.id).await.as_deref(), Some("pending"));
+    assert_eq!(
+        stored_state(&db_path, &vpc.id).await.as_deref(),
+        Some("pending")
+    );
 
     // Back up at once: still mid-transition, everything intact.
     let cloud = Cloud::start_on(&db_path, delay).await;
@@ -79,11 +82,27 @@ async fn a_restart_mid_transition_keeps_state_and_completes_it() {
             && stored_state(&db_path, "orders").await.as_deref() == Some("available")
     })
     .await;
-    assert_eq!(cloud.a.get_vpc(REGION, &vpc.id).await.unwrap().resource.state, NetworkState::Available);
+    assert_eq!(
+        cloud
+            .a
+            .get_vpc(REGION, &vpc.id)
+            .await
+            .unwrap()
+            .resource
+            .state,
+        NetworkState::Available
+    );
     assert!(
         cloud
             .a
-            .authenticate_database_instance(REGION, "orders", &Credentials { username: "admin".into(), password: "secret-password".into() })
+            .authenticate_database_instance(
+                REGION,
+                "orders",
+                &Credentials {
+                    username: "admin".into(),
+                    password: "secret-password".into()
+                }
+            )
             .await
             .unwrap()
     );
@@ -98,7 +117,10 @@ async fn a_deadline_that_passed_while_down_completes_on_start() {
     let vpc = cloud.vpc("10.0.0.0/16").await;
     cloud.server.shutdown().await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(stored_state(&db_path, &vpc.id).await.as_deref(), Some("pending"));
+    assert_eq!(
+        stored_state(&db_path, &vpc.id).await.as_deref(),
+        Some("pending")
+    );
     let cloud = Cloud::start_on(&db_path, Duration::from_millis(200)).await;
     eventually("completed after start", || async {
         stored_state(&db_path, &vpc.id).await.as_deref() == Some("available")

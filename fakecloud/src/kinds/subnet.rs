@@ -93,7 +93,10 @@ impl ResourceKind for SubnetKind {
             return Err(ApiError::new(
                 StatusCode::BAD_REQUEST,
                 "InvalidVpcID.NotFound",
-                format!("vpcId: vpc {} does not exist in {}", spec.vpc_id, loc.region),
+                format!(
+                    "vpcId: vpc {} does not exist in {}",
+                    spec.vpc_id, loc.region
+                ),
             )
             .with_field("vpcId"));
         };

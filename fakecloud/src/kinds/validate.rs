@@ -150,7 +150,10 @@ pub fn cidr(field: &str, text: &str) -> Result<Ipv4Net, ApiError> {
     if !(16..=28).contains(&net.prefix_len()) {
         return Err(ApiError::invalid(
             field,
-            format!("prefix length must be /16 to /28, got /{}", net.prefix_len()),
+            format!(
+                "prefix length must be /16 to /28, got /{}",
+                net.prefix_len()
+            ),
         ));
     }
     Ok(net.trunc())
@@ -241,7 +244,10 @@ pub async fn subnets_in_one_vpc(
             Some(v) if *v != row.parent => {
                 return Err(ApiError::invalid(
                     "subnetIds",
-                    format!("subnets must share one VPC; {id} is in {}, not {v}", row.parent),
+                    format!(
+                        "subnets must share one VPC; {id} is in {}, not {v}",
+                        row.parent
+                    ),
                 ));
             }
             _ => vpc = Some(row.parent),

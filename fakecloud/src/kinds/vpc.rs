@@ -87,8 +87,7 @@ impl ResourceKind for VpcKind {
     fn revise(old: &Value, merged: Value, _password: Option<Value>) -> Result<Revised, ApiError> {
         let new = normalize(validate::parse_value(merged)?)?;
         let old_tenancy = old.get("instanceTenancy").and_then(Value::as_str);
-        if new.instance_tenancy == InstanceTenancy::Dedicated && old_tenancy != Some("dedicated")
-        {
+        if new.instance_tenancy == InstanceTenancy::Dedicated && old_tenancy != Some("dedicated") {
             return Err(ApiError::invalid(
                 "instanceTenancy",
                 "tenancy can only be changed to \"default\"",
