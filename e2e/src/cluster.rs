@@ -423,3 +423,58 @@ impl TestCluster {
             .unwrap_or(u32::MAX)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_set_means_the_local_control_plane() {
+        assert_eq!(Backend::select(None, None).unwrap(), Backend::Local);
+        assert_eq!(Backend::select(Some(""), Some("")).unwrap(), Backend::Local);
+        assert_eq!(
+            Backend::select(Some("local"), None).unwrap(),
+            Backend::Local
+        );
+    }
+
+    #[test]
+    fn a_kubeconfig_selects_the_existing_cluster() {
+        let expected = Backend::Kubeconfig(PathBuf::from("/tmp/kc"));
+        assert_eq!(Backend::select(None, Some("/tmp/kc")).unwrap(), expected);
+        assert_eq!(
+            Backend::select(Some("kubeconfig"), Some("/tmp/kc")).unwrap(),
+            expected
+        );
+    }
+
+    #[test]
+    fn k3s_is_chosen_explicitly() {
+        assert_eq!(Backend::select(Some("k3s"), None).unwrap(), Backend::K3s);
+    }
+
+    #[test]
+    fn conflicting_or_unknown_choices_are_errors() {
+        for (cluster, kubeconfig, needle) in [
+            (
+                Some("k3s"),
+                Some("/tmp/kc"),
+                "conflicts with E2E_KUBECONFIG",
+            ),
+            (
+                Some("local"),
+                Some("/tmp/kc"),
+                "conflicts with E2E_KUBECONFIG",
+            ),
+            (Some("kubeconfig"), None, "needs E2E_KUBECONFIG"),
+            (Some("kind"), None, "\"kind\" is not one of"),
+        ] {
+            let err = Backend::select(cluster, kubeconfig).unwrap_err();
+            assert!(
+                matches!(err, ClusterError::InvalidSelection(_)),
+                "{cluster:?} {kubeconfig:?}: {err}"
+            );
+            assert!(err.to_string().contains(needle), "{err}");
+        }
+    }
+}

@@ -221,3 +221,86 @@ fn crd_name(crd: &Value) -> Result<String, ClusterError> {
     }
     Ok(name.to_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn cel_rules_are_removed_at_every_depth_and_nothing_else() {
+        let mut schema = json!({
+            "type": "object",
+            "x-kubernetes-validations": [{"rule": "true"}],
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "x-kubernetes-validations": [{"rule": "self.a == oldSelf.a"}],
+                    "properties": {"items": {"type": "array", "items": {
+                        "type": "object",
+                        "x-kubernetes-validations": [{"rule": "has(self.b)"}],
+                        "properties": {"b": {"type": "string"}}
+                    }}}
+                }
+            }
+        });
+        assert_eq!(strip_cel_rules(&mut schema), 3);
+        assert_eq!(
+            schema,
+            json!({
+                "type": "object",
+                "properties": {"spec": {"type": "object", "properties": {"items": {
+                    "type": "array",
+                    "items": {"type": "object", "properties": {"b": {"type": "string"}}}
+                }}}}
+            })
+        );
+        assert_eq!(strip_cel_rules(&mut schema), 0);
+    }
+
+    #[test]
+    fn cel_support_starts_at_1_25() {
+        assert!(!supports_cel_rules("1", "20"));
+        assert!(!supports_cel_rules("1", "24+"));
+        assert!(supports_cel_rules("1", "25"));
+        assert!(supports_cel_rules("1", "31+"));
+        assert!(supports_cel_rules("2", "0"));
+        assert!(
+            supports_cel_rules("", ""),
+            "unknown versions are assumed new"
+        );
+    }
+
+    #[test]
+    fn manifests_skip_empty_documents_and_reject_non_objects() {
+        let docs = parse_manifests(
+            "---\napiVersion: v1\nkind: Secret\nmetadata: {name: a}\n---\n---\napiVersion: v1\nkind: ConfigMap\n",
+        )
+        .unwrap();
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[1]["kind"], "ConfigMap");
+
+        let err = parse_manifests("apiVersion: v1\nkind: Secret\n---\nname: not-an-object\n")
+            .unwrap_err();
+        assert!(
+            err.contains("document 1 is not a Kubernetes object"),
+            "{err}"
+        );
+        let err = parse_manifests("kind: [unclosed\n").unwrap_err();
+        assert!(err.starts_with("document 0:"), "{err}");
+    }
+
+    #[test]
+    fn only_named_crds_are_installed() {
+        assert!(
+            crd_name(&json!({"kind": "CustomResourceDefinition", "metadata": {"name": "a.b"}}))
+                .is_ok()
+        );
+        let err = crd_name(&json!({"kind": "ConfigMap", "metadata": {"name": "x"}})).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("expected a CustomResourceDefinition"),
+            "{err}"
+        );
+    }
+}

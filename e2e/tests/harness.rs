@@ -102,6 +102,37 @@ async fn a_single_crd_installs_serves_objects_and_deletes_with_them() -> Result<
 }
 
 #[tokio::test]
+async fn a_typed_crd_installs_with_cel_rules_kept_or_stripped_by_server_version() -> Result<()> {
+    e2e::init_tracing();
+    let cluster = TestCluster::start_empty().await?;
+    let yaml = std::fs::read_to_string(fixture("widgets.e2e.fakecloud.dev.yaml"))?;
+    let typed: CustomResourceDefinition = serde_yaml::from_str(&yaml)?;
+    let name = cluster.install_crd(&typed).await?;
+    assert_eq!(name, "widgets.e2e.fakecloud.dev");
+
+    let served = Api::<CustomResourceDefinition>::all(cluster.client())
+        .get(&name)
+        .await?;
+    let established = served
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .iter()
+        .any(|c| c.type_ == "Established" && c.status == "True");
+    assert!(established, "{name} is not Established");
+    let rules = e2e::crds::strip_cel_rules(&mut serde_json::to_value(&served.spec)?);
+    let expected = if cluster.supports_cel_rules() { 1 } else { 0 };
+    assert_eq!(
+        rules,
+        expected,
+        "CEL rules on a {:?} server",
+        cluster.server_version().git_version
+    );
+    cluster.delete_crd(&name).await?;
+    Ok(())
+}
+
+#[tokio::test]
 async fn dropping_the_cluster_kills_every_process_and_removes_its_files() -> Result<()> {
     e2e::init_tracing();
     let cluster = TestCluster::start_empty().await?;

@@ -34,7 +34,16 @@ async fn main() -> ExitCode {
     if args.no_crds {
         options = options.without_package_crds();
     }
-    let cluster = match options.start().await {
+    // Ctrl-C during start-up drops the half-started cluster, which cleans
+    // up after itself, instead of killing the process before it can.
+    let started = tokio::select! {
+        started = options.start() => started,
+        _ = tokio::signal::ctrl_c() => {
+            eprintln!("interrupted during start-up");
+            return ExitCode::FAILURE;
+        }
+    };
+    let cluster = match started {
         Ok(cluster) => cluster,
         Err(e) => {
             eprintln!("error: {e}");
