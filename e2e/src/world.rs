@@ -47,7 +47,8 @@ impl Default for WorldOptions {
             install_crds: true,
             provisioning_delay: Duration::from_millis(300),
             provider_args: vec![
-                "--poll-interval=30s".into(),
+                // Short polls, so outside changes show within a second.
+                "--poll-interval=1s".into(),
                 "--pending-poll-interval=250ms".into(),
             ],
         }

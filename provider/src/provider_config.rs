@@ -70,15 +70,20 @@ async fn reconcile(
             .len() as i64;
         let api: Api<ProviderConfig> = Api::all(ctx.kube.clone());
 
+        // Writes below go in sequence; each one bumps the resourceVersion
+        // that the finalizer update is guarded by.
+        let mut resource_version = config.resource_version();
         if config.status.as_ref().and_then(|s| s.users) != Some(users) {
             let status = json!({
                 "apiVersion": ProviderConfig::api_version(&()),
                 "kind": ProviderConfig::kind(&()),
                 "status": { "users": users },
             });
-            api.patch_status(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&status))
+            let written = api
+                .patch_status(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&status))
                 .await
                 .map_err(kube_error("write status"))?;
+            resource_version = written.resource_version();
             ctx.metrics.kube_write("ProviderConfig", "status");
         }
 
@@ -97,7 +102,7 @@ async fn reconcile(
             _ => None,
         };
         if let Some(finalizers) = wanted {
-            let patch = json!({ "metadata": { "finalizers": finalizers, "resourceVersion": config.resource_version() } });
+            let patch = json!({ "metadata": { "finalizers": finalizers, "resourceVersion": resource_version } });
             api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
                 .map_err(kube_error("update finalizers"))?;

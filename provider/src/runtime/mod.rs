@@ -6,6 +6,7 @@ mod backoff;
 mod connect;
 mod connection;
 pub mod error;
+mod events;
 mod kind;
 mod reconcile;
 mod references;
@@ -17,11 +18,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kube::Api;
-use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::{Controller, watcher};
 
 pub use backoff::Backoff;
 pub use connect::Connector;
+pub use events::{EventType, Recorder};
 pub use kind::{ManagedKind, Readiness};
 pub use session::Session;
 
@@ -59,13 +60,7 @@ impl Context {
         metrics: Metrics,
         max_reconcile_rate: u32,
     ) -> Self {
-        let recorder = Recorder::new(
-            kube.clone(),
-            Reporter {
-                controller: "provider-fakecloud".into(),
-                instance: std::env::var("POD_NAME").ok(),
-            },
-        );
+        let recorder = Recorder::new(kube.clone());
         Self {
             connector: Connector::new(kube.clone()),
             kube,

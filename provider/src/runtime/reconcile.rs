@@ -20,7 +20,6 @@ use apis::well_known::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType};
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 use tracing::{Instrument, field, info, info_span, warn};
@@ -30,7 +29,7 @@ use super::error::ReconcileError;
 use super::kind::{ManagedKind, Readiness, non_cloud_fields};
 use super::references::Resolver;
 use super::session::Session;
-use super::{Context, FIELD_MANAGER};
+use super::{Context, EventType, FIELD_MANAGER};
 use crate::fields::{late_initialize, merge_init_under, without_keys};
 use crate::plan::{CreateMarks, DeleteStep, Observed, Step, delete_step, live_step};
 use crate::policy::{self, Mode, orphans_on_delete};
@@ -579,19 +578,17 @@ impl<'a, K: ManagedKind> Run<'a, K> {
         Ok(())
     }
 
-    async fn event(&self, type_: EventType, reason: &str, note: &str) {
+    async fn event(&self, type_: EventType, reason: &str, message: &str) {
         if self.gone {
             return;
         }
-        let event = Event {
-            type_,
-            reason: reason.to_owned(),
-            note: Some(note.to_owned()),
-            action: reason.to_owned(),
-            secondary: None,
-        };
-        let reference = self.mr.object_ref(&());
-        match self.ctx.recorder.publish(&event, &reference).await {
+        let regarding = self.mr.object_ref(&());
+        match self
+            .ctx
+            .recorder
+            .publish(regarding, type_, reason, message)
+            .await
+        {
             Ok(()) => self.ctx.metrics.kube_write(&self.kind, "event"),
             Err(error) => warn!(error = %error, "cannot publish event"),
         }

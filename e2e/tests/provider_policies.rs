@@ -1,0 +1,217 @@
+//! managementPolicies, initProvider and deletionPolicy (seed 003).
+
+use std::time::Duration;
+
+use apis::kinds::{NodeGroup, Vpc};
+use apis::well_known::PAUSED_ANNOTATION;
+use e2e::world::{World, at_provider, condition, external_name, is_ready};
+use fakecloud::client::Address;
+use fakecloud::model::Kind;
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn vpc(name: &str, policies: serde_json::Value, deletion: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
+        "metadata": { "name": name },
+        "spec": {
+            "managementPolicies": policies, "deletionPolicy": deletion,
+            "forProvider": { "region": "us-east-1", "cidrBlock": "10.0.0.0/16" },
+        },
+    })
+}
+
+#[tokio::test]
+async fn init_provider_sets_desired_size_once_and_leaves_it_to_the_autoscaler() -> anyhow::Result<()>
+{
+    e2e::init_tracing();
+    let world = World::start().await?;
+    let name = e2e::unique_name("workers");
+    let node_group = |max: i64| {
+        json!({
+            "apiVersion": "compute.fakecloud.crossplane.io/v1alpha1", "kind": "NodeGroup",
+            "metadata": { "name": name },
+            "spec": {
+                "managementPolicies": ["Observe", "Create", "Update", "Delete"],
+                "initProvider": { "scalingConfig": { "desiredSize": 1 } },
+                "forProvider": {
+                    "region": "us-east-1", "clusterName": "prod", "nodeRole": "arn:role/nodes",
+                    "subnetIds": [], "scalingConfig": { "minSize": 1, "maxSize": max },
+                },
+            },
+        })
+    };
+    // fakecloud wants real subnets: make one VPC + subnet straight in the cloud.
+    let vpc_id = world
+        .cloud
+        .create_vpc(
+            "us-east-1",
+            &serde_json::from_value(json!({ "cidrBlock": "10.4.0.0/16" }))?,
+            None,
+        )
+        .await?
+        .resource
+        .id;
+    let subnet_id = world
+        .cloud
+        .create_subnet(
+            "us-east-1",
+            &serde_json::from_value(json!({ "vpcId": vpc_id, "cidrBlock": "10.4.1.0/24", "availabilityZone": "us-east-1a" }))?,
+            None,
+        )
+        .await?
+        .resource
+        .id;
+    let mut spec = node_group(5);
+    spec["spec"]["forProvider"]["subnetIds"] = json!([subnet_id]);
+    world.apply::<NodeGroup>(spec.clone()).await?;
+    let ready = world
+        .wait_for::<NodeGroup>(&name, "Ready", WAIT, is_ready)
+        .await?;
+    assert_eq!(
+        at_provider(&ready)["scalingConfig"]["desiredSize"],
+        1,
+        "initProvider used at create"
+    );
+    assert_eq!(
+        external_name(&ready).as_deref(),
+        Some(name.as_str()),
+        "name defaults to metadata.name"
+    );
+
+    // The autoscaler moves desiredSize behind the provider's back.
+    let mark = world.audit_mark().await?;
+    let address = Address {
+        cluster: Some("prod".into()),
+        region: Some("us-east-1".into()),
+        ..Address::default()
+    };
+    world
+        .admin
+        .patch_resource(
+            Kind::NodeGroup,
+            &name,
+            &address,
+            &json!({ "scalingConfig": { "desiredSize": 3 } }),
+        )
+        .await?;
+    world
+        .wait_for::<NodeGroup>(&name, "desiredSize 3 observed", WAIT, |n| {
+            at_provider(n)["scalingConfig"]["desiredSize"] == 3 && is_ready(n)
+        })
+        .await?;
+    let path = format!("/v1/regions/us-east-1/clusters/prod/nodegroups/{name}");
+    assert!(
+        world.mutating_calls(&path, mark).await?.is_empty(),
+        "the provider reverted the autoscaler"
+    );
+    let current = world.get::<NodeGroup>(&name).await?.expect("exists");
+    assert_eq!(
+        current
+            .spec
+            .for_provider
+            .scaling_config
+            .as_ref()
+            .and_then(|s| s.desired_size),
+        None,
+        "no late-initialisation without LateInitialize"
+    );
+
+    // A forProvider change is applied, and desiredSize stays the autoscaler's.
+    spec["spec"]["forProvider"]["scalingConfig"]["maxSize"] = json!(6);
+    world.apply::<NodeGroup>(spec).await?;
+    let updated = world
+        .wait_for::<NodeGroup>(&name, "maxSize 6", WAIT, |n| {
+            at_provider(n)["scalingConfig"]["maxSize"] == 6
+        })
+        .await?;
+    assert_eq!(at_provider(&updated)["scalingConfig"]["desiredSize"], 3);
+    let patches = world.mutating_calls(&path, mark).await?;
+    assert_eq!(patches.len(), 1, "{patches:?}");
+    world.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn deletion_orphans_unless_both_policies_allow_delete() -> anyhow::Result<()> {
+    e2e::init_tracing();
+    let world = World::start().await?;
+    let cases = [
+        ("orphan-star", json!(["*"]), "Orphan", false),
+        (
+            "no-delete",
+            json!(["Observe", "Create", "Update", "LateInitialize"]),
+            "Delete",
+            false,
+        ),
+        (
+            "orphan-explicit",
+            json!(["Observe", "Create", "Update", "Delete"]),
+            "Orphan",
+            false,
+        ),
+        ("delete-star", json!(["*"]), "Delete", true),
+    ];
+    let mut ids = Vec::new();
+    for (prefix, policies, deletion, _) in &cases {
+        let name = e2e::unique_name(prefix);
+        world
+            .apply::<Vpc>(vpc(&name, policies.clone(), deletion))
+            .await?;
+        let ready = world
+            .wait_for::<Vpc>(&name, "Ready", WAIT, is_ready)
+            .await?;
+        ids.push((name, external_name(&ready).expect("id")));
+    }
+    for ((name, id), (prefix, _, _, deletes)) in ids.iter().zip(&cases) {
+        world.delete::<Vpc>(name).await?;
+        world.wait_gone::<Vpc>(name, WAIT).await?;
+        let in_cloud = world.cloud.get_vpc("us-east-1", id).await;
+        assert_eq!(in_cloud.is_err(), *deletes, "{prefix}: {in_cloud:?}");
+    }
+    world.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn pause_makes_no_calls_and_unpausing_resumes() -> anyhow::Result<()> {
+    e2e::init_tracing();
+    let world = World::start().await?;
+
+    // Paused from the start by `[]`: no call at all, Synced=False ReconcilePaused.
+    let empty = e2e::unique_name("paused-empty");
+    let annotated = e2e::unique_name("paused-annotation");
+    let mark = world.audit_mark().await?;
+    world.apply::<Vpc>(vpc(&empty, json!([]), "Delete")).await?;
+    let mut paused = vpc(&annotated, json!(["*"]), "Delete");
+    paused["metadata"]["annotations"] = json!({ PAUSED_ANNOTATION: "true" });
+    world.apply::<Vpc>(paused.clone()).await?;
+    for name in [&empty, &annotated] {
+        let seen = world
+            .wait_for::<Vpc>(name, "paused", WAIT, |v| {
+                condition(v, "Synced").is_some_and(|c| c.1 == "ReconcilePaused")
+            })
+            .await?;
+        assert!(external_name(&seen).is_none());
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        world.calls("/v1/", mark).await?.is_empty(),
+        "a paused resource called the cloud"
+    );
+
+    // Unpausing resumes: both get created.
+    world
+        .apply::<Vpc>(vpc(&empty, json!(["*"]), "Delete"))
+        .await?;
+    paused["metadata"]["annotations"] = json!({ PAUSED_ANNOTATION: "false" });
+    world.apply::<Vpc>(paused).await?;
+    for name in [&empty, &annotated] {
+        world
+            .wait_for::<Vpc>(name, "Ready after unpause", WAIT, is_ready)
+            .await?;
+    }
+    world.shutdown().await;
+    Ok(())
+}
