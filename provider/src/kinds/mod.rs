@@ -6,7 +6,6 @@ mod node_group;
 mod subnet;
 mod vpc;
 
-use std::future::Future;
 use std::sync::Arc;
 
 use fakecloud::client::{ClientError, Versioned};
@@ -21,44 +20,34 @@ use crate::runtime::{Context, ManagedKind, run_controller};
 /// Every controller the CRD gate may start, keyed by CRD.
 pub fn gated() -> Vec<Gated> {
     vec![
-        gate_for::<apis::kinds::Vpc>("vpcs.network.fakecloud.crossplane.io", "VPC", |c, s| {
-            Box::pin(run_controller::<apis::kinds::Vpc>(c, s))
-        }),
-        gate_for::<apis::kinds::Subnet>(
-            "subnets.network.fakecloud.crossplane.io",
-            "Subnet",
-            |c, s| Box::pin(run_controller::<apis::kinds::Subnet>(c, s)),
-        ),
-        gate_for::<apis::kinds::NodeGroup>(
-            "nodegroups.compute.fakecloud.crossplane.io",
-            "NodeGroup",
-            |c, s| Box::pin(run_controller::<apis::kinds::NodeGroup>(c, s)),
-        ),
-        gate_for::<apis::kinds::DatabaseInstance>(
+        managed::<apis::kinds::Vpc>("vpcs.network.fakecloud.crossplane.io"),
+        managed::<apis::kinds::Subnet>("subnets.network.fakecloud.crossplane.io"),
+        managed::<apis::kinds::NodeGroup>("nodegroups.compute.fakecloud.crossplane.io"),
+        managed::<apis::kinds::DatabaseInstance>(
             "databaseinstances.database.fakecloud.crossplane.io",
-            "DatabaseInstance",
-            |c, s| Box::pin(run_controller::<apis::kinds::DatabaseInstance>(c, s)),
         ),
         Gated {
             crd_name: "providerconfigs.fakecloud.crossplane.io",
             version: "v1alpha1",
             kind: "ProviderConfig",
-            start: |c: Arc<Context>, s: Shutdown| Box::pin(crate::provider_config::run(c, s)),
+            start: |ctx: Arc<Context>, shutdown: Shutdown| {
+                Box::pin(crate::provider_config::run(ctx, shutdown))
+            },
         },
     ]
 }
 
-fn gate_for<K: ManagedKind>(
-    crd_name: &'static str,
-    kind: &'static str,
-    start: fn(Arc<Context>, Shutdown) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>>,
-) -> Gated {
-    debug_assert_eq!(K::kind(&()), kind);
+/// The gate entry of a managed kind: its controller is the generic one.
+fn managed<K: ManagedKind>(crd_name: &'static str) -> Gated {
+    let kind: &'static str = match K::kind(&()) {
+        std::borrow::Cow::Borrowed(kind) => kind,
+        std::borrow::Cow::Owned(kind) => kind.leak(),
+    };
     Gated {
         crd_name,
         version: "v1alpha1",
         kind,
-        start,
+        start: |ctx: Arc<Context>, shutdown: Shutdown| Box::pin(run_controller::<K>(ctx, shutdown)),
     }
 }
 

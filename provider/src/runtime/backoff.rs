@@ -1,16 +1,40 @@
 //! Per-resource exponential backoff after failed reconciles, so that bad
 //! input costs a handful of calls, not a retry storm: 1 s, 2 s, 4 s, ...
-//! capped at 60 s (crossplane-runtime's default rate limiter has the same
-//! shape), reset by the first success.
+//! capped at 60 s (the shape of crossplane-runtime's default rate limiter),
+//! reset by the first success.
+//!
+//! Requeueing later is not enough on its own: a failed reconcile writes the
+//! `Synced` condition and the create-failed annotation, and the watch
+//! delivers those writes as new events at once. So a resource in backoff is
+//! not reconciled again before its time unless the user changed what they
+//! asked for (its [`Intent`]): a new generation, a pause or external-name
+//! annotation, a deletion.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
+/// What the user asked for, as far as it can cut a backoff short.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Intent {
+    pub generation: Option<i64>,
+    pub paused: Option<String>,
+    pub external_name: Option<String>,
+    pub deleting: bool,
+}
+
+struct Failure {
+    count: u32,
+    not_before: Instant,
+    intent: Intent,
+}
+
 pub struct Backoff {
     base: Duration,
     cap: Duration,
-    failures: Mutex<HashMap<String, u32>>,
+    failures: Mutex<HashMap<String, Failure>>,
 }
 
 impl Default for Backoff {
@@ -29,18 +53,34 @@ impl Backoff {
     }
 
     /// Records one more failure of `key` and returns how long to wait.
-    pub fn next(&self, key: &str) -> Duration {
+    pub fn failed(&self, key: &str, intent: Intent) -> Duration {
         let mut failures = self.failures.lock().expect("backoff lock poisoned");
-        let count = failures.entry(key.to_owned()).or_insert(0);
+        let count = failures.get(key).map_or(0, |f| f.count);
         let delay = self
             .base
-            .saturating_mul(1u32 << (*count).min(16))
+            .saturating_mul(1u32 << count.min(16))
             .min(self.cap);
-        *count += 1;
+        failures.insert(
+            key.to_owned(),
+            Failure {
+                count: count + 1,
+                not_before: Instant::now() + delay,
+                intent,
+            },
+        );
         delay
     }
 
-    pub fn reset(&self, key: &str) {
+    /// How long `key` must still wait, if it is in backoff and the user's
+    /// intent has not changed since it failed.
+    pub fn remaining(&self, key: &str, intent: &Intent) -> Option<Duration> {
+        let failures = self.failures.lock().expect("backoff lock poisoned");
+        let failure = failures.get(key)?;
+        let left = failure.not_before.saturating_duration_since(Instant::now());
+        (failure.intent == *intent && !left.is_zero()).then_some(left)
+    }
+
+    pub fn succeeded(&self, key: &str) {
         self.failures
             .lock()
             .expect("backoff lock poisoned")
@@ -52,13 +92,54 @@ impl Backoff {
 mod tests {
     use super::*;
 
+    fn intent(generation: i64) -> Intent {
+        Intent {
+            generation: Some(generation),
+            ..Intent::default()
+        }
+    }
+
     #[test]
     fn doubles_per_failure_up_to_the_cap_and_resets() {
         let backoff = Backoff::default();
-        let delays: Vec<u64> = (0..8).map(|_| backoff.next("a").as_secs()).collect();
+        let delays: Vec<u64> = (0..8)
+            .map(|_| backoff.failed("a", intent(1)).as_secs())
+            .collect();
         assert_eq!(delays, [1, 2, 4, 8, 16, 32, 60, 60]);
-        assert_eq!(backoff.next("b").as_secs(), 1, "keys are independent");
-        backoff.reset("a");
-        assert_eq!(backoff.next("a").as_secs(), 1);
+        assert_eq!(
+            backoff.failed("b", intent(1)).as_secs(),
+            1,
+            "keys are independent"
+        );
+        backoff.succeeded("a");
+        assert_eq!(backoff.failed("a", intent(1)).as_secs(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn holds_a_failed_resource_until_its_time_unless_the_intent_changes() {
+        let backoff = Backoff::default();
+        assert_eq!(backoff.remaining("a", &intent(1)), None, "never failed");
+        backoff.failed("a", intent(1));
+        backoff.failed("a", intent(1));
+        assert_eq!(
+            backoff.remaining("a", &intent(1)),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
+            backoff.remaining("a", &intent(2)),
+            None,
+            "a spec edit goes through"
+        );
+        let paused = Intent {
+            paused: Some("true".into()),
+            ..intent(1)
+        };
+        assert_eq!(
+            backoff.remaining("a", &paused),
+            None,
+            "pausing goes through"
+        );
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert_eq!(backoff.remaining("a", &intent(1)), None, "time is up");
     }
 }

@@ -24,6 +24,7 @@ use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 use tracing::{Instrument, field, info, info_span, warn};
 
+use super::backoff::Intent;
 use super::connection::ConnectionSecret;
 use super::error::ReconcileError;
 use super::kind::{ManagedKind, Readiness, non_cloud_fields};
@@ -45,6 +46,11 @@ pub enum Never {}
 
 /// Entry point for kube's `Controller::run`.
 pub async fn reconcile<K: ManagedKind>(mr: Arc<K>, ctx: Arc<Context>) -> Result<Action, Never> {
+    let key = mr.uid().unwrap_or_default();
+    let intent = intent_of(&*mr);
+    if let Some(wait) = ctx.backoff.remaining(&key, &intent) {
+        return Ok(Action::requeue(wait));
+    }
     ctx.limiter.acquire().await;
     let kind = K::kind(&()).into_owned();
     if let Some(latency) = ctx.activations.first_reconcile(&kind) {
@@ -67,10 +73,9 @@ pub async fn reconcile<K: ManagedKind>(mr: Arc<K>, ctx: Arc<Context>) -> Result<
         let timer = std::time::Instant::now();
         let mut run = Run::new((*mr).clone(), &ctx);
         let result = run.steps().await;
-        let key = mr.uid().unwrap_or_default();
         let (action, outcome) = match result {
             Ok(action) => {
-                ctx.backoff.reset(&key);
+                ctx.backoff.succeeded(&key);
                 (action, if run.paused { "paused" } else { "success" })
             }
             Err(error) => {
@@ -79,7 +84,7 @@ pub async fn reconcile<K: ManagedKind>(mr: Arc<K>, ctx: Arc<Context>) -> Result<
                     .set_condition(Condition::reconcile_error(error.to_string()));
                 run.event(EventType::Warning, "ReconcileError", &error.to_string())
                     .await;
-                (Action::requeue(ctx.backoff.next(&key)), "error")
+                (Action::requeue(ctx.backoff.failed(&key, intent)), "error")
             }
         };
         if let Err(error) = run.write_status().await {
@@ -421,13 +426,14 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             Readiness::Deleting => Condition::deleting(),
             Readiness::Unavailable => Condition::unavailable(),
         };
-        if readiness == Readiness::Available && !was_ready {
-            if let Some(created) = &self.mr.meta().creation_timestamp {
-                let age = jiff::Timestamp::now().duration_since(created.0);
-                self.ctx
-                    .metrics
-                    .record_time_to_ready(&self.kind, age.as_secs_f64());
-            }
+        if readiness == Readiness::Available
+            && !was_ready
+            && let Some(created) = &self.mr.meta().creation_timestamp
+        {
+            let age = jiff::Timestamp::now().duration_since(created.0);
+            self.ctx
+                .metrics
+                .record_time_to_ready(&self.kind, age.as_secs_f64());
         }
         self.set(condition);
     }
@@ -592,6 +598,17 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             Ok(()) => self.ctx.metrics.kube_write(&self.kind, "event"),
             Err(error) => warn!(error = %error, "cannot publish event"),
         }
+    }
+}
+
+/// The parts of a resource that, when the user changes them, end a backoff.
+fn intent_of<K: ManagedKind>(mr: &K) -> Intent {
+    let annotation = |key| mr.annotations().get(key).cloned();
+    Intent {
+        generation: mr.meta().generation,
+        paused: annotation(PAUSED_ANNOTATION),
+        external_name: annotation(EXTERNAL_NAME_ANNOTATION),
+        deleting: mr.meta().deletion_timestamp.is_some(),
     }
 }
 

@@ -1,0 +1,204 @@
+//! Connection secrets: a DatabaseInstance publishes exactly the keys its MRD
+//! documents, the credentials work against fakecloud, a restart does not
+//! rotate a generated password, and the Secret goes with the MR.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use apis::Managed;
+use apis::kinds::DatabaseInstance;
+use apis::well_known::CONNECTION_SECRET_TYPE;
+use e2e::world::{NAMESPACE, World, condition, is_ready};
+use fakecloud::model::Credentials;
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use kube::api::PostParams;
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(40);
+
+fn database(
+    name: &str,
+    secret: &str,
+    password_ref: Option<serde_json::Value>,
+) -> serde_json::Value {
+    let mut for_provider = json!({
+        "region": "us-east-1", "engine": "postgres", "instanceClass": "db.t3.micro",
+        "allocatedStorage": 20, "masterUsername": "app",
+    });
+    if let Some(selector) = password_ref {
+        for_provider["masterPasswordSecretRef"] = selector;
+    }
+    json!({
+        "apiVersion": "database.fakecloud.crossplane.io/v1alpha1", "kind": "DatabaseInstance",
+        "metadata": { "name": name },
+        "spec": {
+            "forProvider": for_provider,
+            "writeConnectionSecretToRef": { "namespace": NAMESPACE, "name": secret },
+        },
+    })
+}
+
+fn text(secret: &Secret, key: &str) -> String {
+    String::from_utf8(secret.data.as_ref().expect("data")[key].0.clone()).expect("utf-8")
+}
+
+#[tokio::test]
+async fn connection_secret_has_the_documented_keys_authenticates_and_survives_a_restart()
+-> anyhow::Result<()> {
+    e2e::init_tracing();
+    let mut world = World::start().await?;
+    let name = e2e::unique_name("orders");
+    let secret_name = format!("{name}-conn");
+    world
+        .apply::<DatabaseInstance>(database(&name, &secret_name, None))
+        .await?;
+    world
+        .wait_for::<DatabaseInstance>(&name, "Ready", WAIT, is_ready)
+        .await?;
+
+    let secrets: Api<Secret> = Api::namespaced(world.kube(), NAMESPACE);
+    let secret = secrets.get(&secret_name).await?;
+    let keys: BTreeSet<&str> = secret
+        .data
+        .as_ref()
+        .expect("data")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let documented: BTreeSet<&str> = DatabaseInstance::CONNECTION_DETAILS
+        .iter()
+        .map(|d| d.name)
+        .collect();
+    assert_eq!(keys, documented, "published keys are exactly the MRD's");
+    assert_eq!(
+        keys,
+        BTreeSet::from(["endpoint", "port", "password", "username"])
+    );
+    assert_eq!(secret.type_.as_deref(), Some(CONNECTION_SECRET_TYPE));
+    let owner = &secret.metadata.owner_references.as_ref().expect("owned")[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str(), owner.controller),
+        ("DatabaseInstance", name.as_str(), Some(true))
+    );
+
+    let credentials = Credentials {
+        username: text(&secret, "username"),
+        password: text(&secret, "password"),
+    };
+    assert!(
+        world
+            .cloud
+            .authenticate_database_instance("us-east-1", &name, &credentials)
+            .await?
+    );
+    let wrong = Credentials {
+        password: format!("{}x", credentials.password),
+        ..credentials.clone()
+    };
+    assert!(
+        !world
+            .cloud
+            .authenticate_database_instance("us-east-1", &name, &wrong)
+            .await?
+    );
+    assert_eq!(text(&secret, "port"), "5432");
+
+    // A restarted provider keeps the generated password and rewrites nothing.
+    world.stop_provider().await;
+    world.start_provider()?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let after = secrets.get(&secret_name).await?;
+    assert_eq!(
+        text(&after, "password"),
+        credentials.password,
+        "restart rotated the password"
+    );
+    assert_eq!(
+        after.metadata.resource_version, secret.metadata.resource_version,
+        "unchanged Secret rewritten"
+    );
+
+    // Deleting the MR deletes the database and garbage-collects the Secret.
+    world.delete::<DatabaseInstance>(&name).await?;
+    world.wait_gone::<DatabaseInstance>(&name, WAIT).await?;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while secrets.get_opt(&secret_name).await?.is_some() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "connection Secret not garbage-collected"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    world.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_password_from_a_secret_reference_is_used_and_published() -> anyhow::Result<()> {
+    e2e::init_tracing();
+    let world = World::start().await?;
+    let name = e2e::unique_name("billing");
+    let secrets: Api<Secret> = Api::namespaced(world.kube(), NAMESPACE);
+    let password_secret = serde_json::from_value(json!({
+        "metadata": { "name": format!("{name}-password") },
+        "stringData": { "pw": "s3cret-Passw0rd" },
+    }))?;
+    secrets
+        .create(&PostParams::default(), &password_secret)
+        .await?;
+    let selector =
+        json!({ "namespace": NAMESPACE, "name": format!("{name}-password"), "key": "pw" });
+    world
+        .apply::<DatabaseInstance>(database(&name, &format!("{name}-conn"), Some(selector)))
+        .await?;
+    world
+        .wait_for::<DatabaseInstance>(&name, "Ready", WAIT, is_ready)
+        .await?;
+    let published = secrets.get(&format!("{name}-conn")).await?;
+    assert_eq!(text(&published, "password"), "s3cret-Passw0rd");
+    let credentials = Credentials {
+        username: "app".into(),
+        password: "s3cret-Passw0rd".into(),
+    };
+    assert!(
+        world
+            .cloud
+            .authenticate_database_instance("us-east-1", &name, &credentials)
+            .await?
+    );
+    world.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_secret_controlled_by_another_object_is_never_overwritten() -> anyhow::Result<()> {
+    e2e::init_tracing();
+    let world = World::start().await?;
+    let name = e2e::unique_name("taken");
+    let secrets: Api<Secret> = Api::namespaced(world.kube(), NAMESPACE);
+    let foreign = serde_json::from_value(json!({
+        "metadata": { "name": "someone-elses", "ownerReferences": [{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "00000000-0000-0000-0000-000000000001",
+            "controller": true,
+        }] },
+        "type": CONNECTION_SECRET_TYPE,
+        "stringData": { "keep": "me" },
+    }))?;
+    let before = secrets.create(&PostParams::default(), &foreign).await?;
+    world
+        .apply::<DatabaseInstance>(database(&name, "someone-elses", None))
+        .await?;
+    let refused = world
+        .wait_for::<DatabaseInstance>(&name, "Synced=False", WAIT, |d| {
+            condition(d, "Synced").is_some_and(|(status, ..)| status == "False")
+        })
+        .await?;
+    let (_, _, message) = condition(&refused, "Synced").expect("set");
+    assert!(message.contains("refusing to overwrite"), "{message}");
+    assert!(message.contains("ConfigMap owner"), "{message}");
+    let after = secrets.get("someone-elses").await?;
+    assert_eq!(after.data, before.data, "the foreign Secret was modified");
+    world.shutdown().await;
+    Ok(())
+}

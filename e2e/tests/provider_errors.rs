@@ -1,0 +1,143 @@
+//! Bad input: the cause lands in `Synced=False`, nothing is lost, and
+//! retries back off instead of storming.
+
+use std::time::Duration;
+
+use apis::kinds::{Subnet, Vpc};
+use e2e::world::{World, condition, external_name, is_ready};
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn synced_false<K: serde::Serialize>(object: &K) -> bool {
+    condition(object, "Synced").is_some_and(|(status, ..)| status == "False")
+}
+
+fn synced_message<K: serde::Serialize>(object: &K) -> String {
+    condition(object, "Synced").map(|c| c.2).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_subnet_outside_its_vpc_is_reported_and_retried_with_backoff() -> anyhow::Result<()> {
+    e2e::init_tracing();
+    let world = World::start().await?;
+    let vpc = e2e::unique_name("net");
+    world
+        .apply::<Vpc>(json!({
+            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
+            "metadata": { "name": vpc },
+            "spec": { "forProvider": { "region": "us-east-1", "cidrBlock": "10.5.0.0/16" } },
+        }))
+        .await?;
+    world.wait_for::<Vpc>(&vpc, "Ready", WAIT, is_ready).await?;
+    let mark = world.audit_mark().await?;
+    let subnet = e2e::unique_name("outside");
+    world
+        .apply::<Subnet>(json!({
+            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "Subnet",
+            "metadata": { "name": subnet },
+            "spec": { "forProvider": {
+                "region": "us-east-1", "vpcIdRef": { "name": vpc },
+                "cidrBlock": "10.99.0.0/24", "availabilityZone": "us-east-1a",
+            } },
+        }))
+        .await?;
+    let failed = world
+        .wait_for::<Subnet>(&subnet, "Synced=False", WAIT, synced_false)
+        .await?;
+    let message = synced_message(&failed);
+    assert!(message.contains("InvalidSubnet.Range"), "{message}");
+    assert!(external_name(&failed).is_none());
+
+    // Over 10 s, backoff (1 s, 2 s, 4 s, 8 s...) allows a handful of tries,
+    // where a 250 ms requeue would make about forty.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let creates = world
+        .mutating_calls("/v1/regions/us-east-1/subnets", mark)
+        .await?;
+    assert!(
+        (2..=6).contains(&creates.len()),
+        "expected a few backed-off create attempts, got {}: {creates:?}",
+        creates.len()
+    );
+    assert!(creates.iter().all(|c| c.status == 400), "{creates:?}");
+    world.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_missing_credentials_secret_is_reported_without_calling_the_cloud() -> anyhow::Result<()>
+{
+    e2e::init_tracing();
+    let world = World::start().await?;
+    world
+        .apply::<apis::kinds::provider_config::ProviderConfig>(json!({
+            "apiVersion": "fakecloud.crossplane.io/v1alpha1", "kind": "ProviderConfig",
+            "metadata": { "name": "broken" },
+            "spec": { "endpoint": world.cloud_url(), "credentials": { "source": "Secret",
+                "secretRef": { "namespace": e2e::world::NAMESPACE, "name": "no-such-secret", "key": "apiKey" } } },
+        }))
+        .await?;
+    let mark = world.audit_mark().await?;
+    let name = e2e::unique_name("nocreds");
+    world
+        .apply::<Vpc>(json!({
+            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
+            "metadata": { "name": name },
+            "spec": { "providerConfigRef": { "name": "broken" },
+                      "forProvider": { "region": "us-east-1", "cidrBlock": "10.6.0.0/16" } },
+        }))
+        .await?;
+    let failed = world
+        .wait_for::<Vpc>(&name, "Synced=False", WAIT, synced_false)
+        .await?;
+    let message = synced_message(&failed);
+    assert!(message.contains("no-such-secret"), "{message}");
+    assert!(message.contains("broken"), "{message}");
+    assert!(
+        world.calls("/v1/", mark).await?.is_empty(),
+        "called the cloud without credentials"
+    );
+    world.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_unsupported_policy_set_is_reported_once_and_nothing_is_called() -> anyhow::Result<()> {
+    e2e::init_tracing();
+    let world = World::start().await?;
+    let mark = world.audit_mark().await?;
+    let name = e2e::unique_name("createonly");
+    world
+        .apply::<Vpc>(json!({
+            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
+            "metadata": { "name": name },
+            "spec": { "managementPolicies": ["Create", "Delete"],
+                      "forProvider": { "region": "us-east-1", "cidrBlock": "10.7.0.0/16" } },
+        }))
+        .await?;
+    let failed = world
+        .wait_for::<Vpc>(&name, "Synced=False", WAIT, synced_false)
+        .await?;
+    let message = synced_message(&failed);
+    assert!(
+        message.contains("unsupported managementPolicies"),
+        "{message}"
+    );
+    assert!(
+        message.contains("[Observe, Create, Update, Delete]"),
+        "{message}"
+    );
+    // The watch echoes our own status write once; let that settle first.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let reconciles_before = world.metrics.total("provider_reconciles_total");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        world.metrics.total("provider_reconciles_total"),
+        reconciles_before,
+        "a user error that no retry can fix is not retried"
+    );
+    assert!(world.calls("/v1/", mark).await?.is_empty());
+    world.shutdown().await;
+    Ok(())
+}
