@@ -67,7 +67,7 @@ pub struct ReferenceField {
 /// The runtime treats the three parameter types as JSON (it merges
 /// `initProvider` under `forProvider` and compares `forProvider` with
 /// `atProvider` field by field), which works because their fields share
-/// names (see `notes/CONTRACT.md`).
+/// names (see `docs/field-names.md`).
 pub trait Managed:
     Resource<DynamicType = (), Scope = ClusterResourceScope>
     + CustomResourceExt

@@ -2,7 +2,7 @@
 //!
 //! One set of types serves the server (parsing, rendering, OpenAPI) and the
 //! typed client, so the two cannot drift. Field names follow
-//! `notes/CONTRACT.md`: the provider compares `spec.forProvider` with these
+//! `docs/field-names.md`: the provider compares `spec.forProvider` with these
 //! JSON objects field by field.
 
 use std::collections::BTreeMap;
