@@ -22,7 +22,9 @@ const RENEW_PERIOD: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Error)]
 pub enum LeaderError {
-    #[error("lost the leader Lease {namespace}/{name}: could not renew it for {LEASE_DURATION:?}")]
+    #[error(
+        "lost the leader Lease {namespace}/{name}: another replica holds it, or it could not be renewed for {LEASE_DURATION:?}"
+    )]
     Lost { namespace: String, name: String },
 }
 
@@ -66,15 +68,20 @@ impl Elector {
             tokio::time::sleep(RENEW_PERIOD).await;
             match self.try_take().await {
                 Ok(true) => last_renewal = tokio::time::Instant::now(),
-                Ok(false) => warn!("another replica holds the leader Lease"),
+                // Someone else holds it now: stop at once, never two writers.
+                Ok(false) => return self.lost(),
                 Err(error) => warn!(%error, "cannot renew the leader Lease"),
             }
             if last_renewal.elapsed() >= LEASE_DURATION {
-                return LeaderError::Lost {
-                    namespace: self.namespace.clone(),
-                    name: self.name.clone(),
-                };
+                return self.lost();
             }
+        }
+    }
+
+    fn lost(&self) -> LeaderError {
+        LeaderError::Lost {
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
         }
     }
 

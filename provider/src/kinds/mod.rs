@@ -39,10 +39,8 @@ pub fn gated() -> Vec<Gated> {
 
 /// The gate entry of a managed kind: its controller is the generic one.
 fn managed<K: ManagedKind>(crd_name: &'static str) -> Gated {
-    let kind: &'static str = match K::kind(&()) {
-        std::borrow::Cow::Borrowed(kind) => kind,
-        std::borrow::Cow::Owned(kind) => kind.leak(),
-    };
+    // Once per kind at start-up: a label that lives as long as the process.
+    let kind: &'static str = K::kind(&()).into_owned().leak();
     Gated {
         crd_name,
         version: "v1alpha1",
