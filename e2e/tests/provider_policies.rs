@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use apis::kinds::{NodeGroup, Vpc};
 use apis::well_known::PAUSED_ANNOTATION;
-use e2e::world::{World, at_provider, condition, external_name, is_ready};
+use e2e::world::{World, WorldOptions, at_provider, condition, external_name, is_ready};
 use fakecloud::client::Address;
 use fakecloud::model::Kind;
 use serde_json::json;
@@ -212,6 +212,53 @@ async fn pause_makes_no_calls_and_unpausing_resumes() -> anyhow::Result<()> {
             .wait_for::<Vpc>(name, "Ready after unpause", WAIT, is_ready)
             .await?;
     }
+    world.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn with_the_feature_off_policies_are_ignored_and_deletion_policy_decides()
+-> anyhow::Result<()> {
+    e2e::init_tracing();
+    let world = World::start_with(WorldOptions {
+        provider_args: vec![
+            "--enable-management-policies=false".into(),
+            "--poll-interval=1s".into(),
+            "--pending-poll-interval=250ms".into(),
+        ],
+        ..WorldOptions::default()
+    })
+    .await?;
+    // ["Observe"] would forbid creating; with the feature off it is ignored.
+    let kept = e2e::unique_name("gate-off");
+    world
+        .apply::<Vpc>(vpc(&kept, json!(["Observe"]), "Orphan"))
+        .await?;
+    let ready = world
+        .wait_for::<Vpc>(&kept, "created despite Observe", WAIT, is_ready)
+        .await?;
+    let kept_id = external_name(&ready).expect("id");
+    let gone = e2e::unique_name("gate-off-delete");
+    world
+        .apply::<Vpc>(vpc(&gone, json!(["Observe"]), "Delete"))
+        .await?;
+    let ready = world
+        .wait_for::<Vpc>(&gone, "created", WAIT, is_ready)
+        .await?;
+    let gone_id = external_name(&ready).expect("id");
+
+    for name in [&kept, &gone] {
+        world.delete::<Vpc>(name).await?;
+        world.wait_gone::<Vpc>(name, WAIT).await?;
+    }
+    assert!(
+        world.cloud.get_vpc("us-east-1", &kept_id).await.is_ok(),
+        "Orphan kept it"
+    );
+    assert!(
+        world.cloud.get_vpc("us-east-1", &gone_id).await.is_err(),
+        "Delete removed it"
+    );
     world.shutdown().await;
     Ok(())
 }
