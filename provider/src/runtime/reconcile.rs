@@ -238,6 +238,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
                     self.late_initialize(at_provider).await?;
                 }
                 let readiness = K::readiness(at_provider);
+                let updated = matches!(step, Step::Update(_));
                 if let Step::Update(patch) = step {
                     let name = external_name.as_deref().unwrap_or_default();
                     info!(fields = ?patch.keys().collect::<Vec<_>>(), "updating external resource");
@@ -254,6 +255,11 @@ impl<'a, K: ManagedKind> Run<'a, K> {
                 }
                 self.set(Condition::reconcile_success());
                 self.set_readiness(readiness);
+                if updated {
+                    // The cloud is applying the change (UPDATING, modifying):
+                    // look again soon rather than a whole poll later.
+                    return Ok(Action::requeue(self.ctx.settings.pending_poll_interval));
+                }
                 Ok(self.requeue_for(readiness))
             }
         }
