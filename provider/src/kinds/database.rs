@@ -11,7 +11,7 @@ use apis::kinds::DatabaseInstance;
 use rand::distr::{Alphanumeric, SampleString};
 use serde_json::{Map, Value};
 
-use super::{create_body, observed, state, with_name};
+use super::{create_body, deleted, observed, state, with_name};
 use crate::runtime::error::ExternalError;
 use crate::runtime::{ManagedKind, Readiness, Session};
 
@@ -88,14 +88,12 @@ impl ManagedKind for DatabaseInstance {
     }
 
     async fn delete(&self, session: &Session, identifier: &str) -> Result<(), ExternalError> {
-        match session
-            .cloud
-            .delete_database_instance(&self.spec.for_provider.region, identifier)
-            .await
-        {
-            Err(e) if !e.is_not_found() => Err(e.into()),
-            _ => Ok(()),
-        }
+        deleted(
+            session
+                .cloud
+                .delete_database_instance(&self.spec.for_provider.region, identifier)
+                .await,
+        )
     }
 
     fn readiness(at_provider: &Value) -> Readiness {

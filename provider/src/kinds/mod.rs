@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::gate::{Gated, Shutdown};
 use crate::runtime::error::ExternalError;
-use crate::runtime::{Context, ManagedKind, run_controller};
+use crate::runtime::{Context, ManagedKind, Readiness, run_controller};
 
 /// Every controller the CRD gate may start, keyed by CRD.
 pub fn gated() -> Vec<Gated> {
@@ -81,6 +81,24 @@ fn state(at_provider: &Value, field: &str) -> String {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned()
+}
+
+/// A delete call's outcome: a resource that is already gone counts as
+/// deleted, so a retried delete after a lost response is not an error.
+fn deleted(result: Result<(), ClientError>) -> Result<(), ExternalError> {
+    match result {
+        Err(error) if !error.is_not_found() => Err(error.into()),
+        _ => Ok(()),
+    }
+}
+
+/// Readiness of the network kinds (VPC, Subnet): `pending` -> `available`.
+fn network_readiness(at_provider: &Value) -> Readiness {
+    match state(at_provider, "state").as_str() {
+        "available" => Readiness::Available,
+        "pending" => Readiness::Creating,
+        _ => Readiness::Unavailable,
+    }
 }
 
 /// Adds the client-chosen name to a create body under its wire key.

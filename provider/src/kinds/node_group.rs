@@ -5,7 +5,7 @@
 use apis::kinds::NodeGroup;
 use serde_json::{Map, Value};
 
-use super::{create_body, observed, state, with_name};
+use super::{create_body, deleted, observed, state, with_name};
 use crate::runtime::error::ExternalError;
 use crate::runtime::{ManagedKind, Readiness, Session};
 
@@ -53,14 +53,12 @@ impl ManagedKind for NodeGroup {
 
     async fn delete(&self, session: &Session, name: &str) -> Result<(), ExternalError> {
         let p = &self.spec.for_provider;
-        match session
-            .cloud
-            .delete_node_group(&p.region, &p.cluster_name, name)
-            .await
-        {
-            Err(e) if !e.is_not_found() => Err(e.into()),
-            _ => Ok(()),
-        }
+        deleted(
+            session
+                .cloud
+                .delete_node_group(&p.region, &p.cluster_name, name)
+                .await,
+        )
     }
 
     fn readiness(at_provider: &Value) -> Readiness {

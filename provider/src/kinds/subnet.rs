@@ -4,7 +4,7 @@
 use apis::kinds::Subnet;
 use serde_json::{Map, Value};
 
-use super::{create_body, observed, state};
+use super::{create_body, deleted, network_readiness, observed};
 use crate::runtime::error::ExternalError;
 use crate::runtime::{ManagedKind, Readiness, Session};
 
@@ -48,21 +48,15 @@ impl ManagedKind for Subnet {
     }
 
     async fn delete(&self, session: &Session, id: &str) -> Result<(), ExternalError> {
-        match session
-            .cloud
-            .delete_subnet(&self.spec.for_provider.region, id)
-            .await
-        {
-            Err(e) if !e.is_not_found() => Err(e.into()),
-            _ => Ok(()),
-        }
+        deleted(
+            session
+                .cloud
+                .delete_subnet(&self.spec.for_provider.region, id)
+                .await,
+        )
     }
 
     fn readiness(at_provider: &Value) -> Readiness {
-        match state(at_provider, "state").as_str() {
-            "available" => Readiness::Available,
-            "pending" => Readiness::Creating,
-            _ => Readiness::Unavailable,
-        }
+        network_readiness(at_provider)
     }
 }
