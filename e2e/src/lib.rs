@@ -19,6 +19,7 @@
 pub mod assets;
 mod cluster;
 pub mod crds;
+pub mod demo;
 mod error;
 mod k3s;
 mod kubeconfig;

@@ -1,0 +1,220 @@
+//! The demo behind the README's first command (`scripts/demo`): it starts
+//! the whole system on this machine and plays the seeds' stories against it,
+//! printing what a user would check and whether each story's expectation
+//! held.
+//!
+//! What runs where, and why:
+//! - etcd, kube-apiserver and kube-controller-manager: separate processes,
+//!   started by the e2e harness ([`crate::TestCluster`]).
+//! - the provider: its real binary, a separate process given only a
+//!   kubeconfig, started before any of its CRDs exists. That is the point of
+//!   the late-activation story, and it proves the binary a user would deploy
+//!   works, not a test double.
+//! - fakecloud: in-process through [`fakecloud::spawn`], the same server its
+//!   binary runs. It needs no separate build, its URL, API key and admin
+//!   token are known without parsing another process's output, and it cannot
+//!   outlive the demo.
+//!
+//! Every process is torn down when the demo ends (Ctrl-C, SIGTERM or
+//! `--once`); children also carry a parent-death signal, so even a killed
+//! demo leaves nothing behind.
+
+mod http;
+mod objects;
+mod progress;
+mod provider_process;
+mod report;
+mod stories;
+mod system;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use progress::Progress;
+pub use provider_process::ProviderProcess;
+pub use stories::{Story, Verdict};
+pub use system::{RunDir, System};
+
+/// What the demo was asked to do.
+#[derive(Debug, Clone)]
+pub struct DemoOptions {
+    /// The provider binary to start.
+    pub provider_bin: PathBuf,
+    /// fakecloud's provisioning delay, so "creating" is visible but short.
+    pub provisioning_delay: Duration,
+    /// The provider's `--poll-interval`: how soon outside changes show.
+    pub poll_interval: Duration,
+}
+
+/// Why the demo could not run (as opposed to a story whose expectation did
+/// not hold, which is a [`Verdict`]).
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    #[error("starting the control plane: {0}")]
+    Cluster(#[from] crate::ClusterError),
+    #[error("fakecloud: {0}")]
+    Cloud(#[from] fakecloud::Error),
+    #[error("fakecloud client: {0}")]
+    CloudClient(#[from] fakecloud::client::ClientError),
+    #[error("kubernetes: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the provider binary {0} does not exist; build it with `cargo build -p provider`")]
+    ProviderMissing(PathBuf),
+    #[error("the provider exited ({status}); last log lines:\n{tail}")]
+    ProviderExited { status: String, tail: String },
+    #[error("timed out after {timeout:?} waiting for {what}; last seen: {last}")]
+    Timeout {
+        what: String,
+        timeout: Duration,
+        last: String,
+    },
+    #[error("unexpected: {0}")]
+    Unexpected(String),
+}
+
+impl DemoError {
+    pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+        Self::Io {
+            what: what.into(),
+            source,
+        }
+    }
+}
+
+/// Whether the demo exits after the stories or keeps the system running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `--once`: exit after the stories, 0 only if every story held.
+    Once,
+    /// Keep running and print how to explore until Ctrl-C or SIGTERM.
+    UntilInterrupted,
+}
+
+/// Exit status when a story's expectation did not hold.
+pub const EXIT_STORY_FAILED: u8 = 1;
+/// Exit status when the demo could not run (a step failed).
+pub const EXIT_ERROR: u8 = 2;
+/// Exit status after an interrupt before the stories finished.
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// Starts the system, plays the stories and tears everything down; returns
+/// the process exit status. Failures keep `run_dir` (with every log) and
+/// print its path.
+pub async fn run(options: DemoOptions, mode: Mode, run_dir: RunDir, progress: Progress) -> u8 {
+    let mut slot: Option<System> = None;
+    let played = tokio::select! {
+        played = start_and_play(options, &run_dir, &progress, &mut slot) => Some(played),
+        () = interrupted() => None,
+    };
+    let code = match played {
+        None => {
+            println!();
+            progress.step("interrupted; stopping everything");
+            EXIT_INTERRUPTED
+        }
+        Some(Err(error)) => {
+            println!();
+            eprintln!("error: {error}");
+            EXIT_ERROR
+        }
+        Some(Ok(results)) => {
+            let held = results.iter().filter(|(_, held)| *held).count();
+            println!();
+            progress.step(format!("{held} of {} stories held", results.len()));
+            let code = if held == results.len() {
+                0
+            } else {
+                EXIT_STORY_FAILED
+            };
+            if mode == Mode::UntilInterrupted
+                && let Some(system) = &slot
+            {
+                explain_how_to_explore(system, &run_dir);
+                interrupted().await;
+                println!();
+                progress.step("stopping everything");
+            }
+            code
+        }
+    };
+    if code != 0
+        && let Some(system) = &slot
+    {
+        system.save_control_plane_logs(run_dir.path());
+    }
+    if let Some(system) = slot.take() {
+        system.shutdown().await;
+    }
+    if code == 0 {
+        progress.step("stopped; no process left behind");
+    } else {
+        let kept = run_dir.keep();
+        eprintln!(
+            "logs kept in {} (demo.log, provider.log, control-plane logs)",
+            kept.display()
+        );
+    }
+    code
+}
+
+async fn start_and_play(
+    options: DemoOptions,
+    run_dir: &RunDir,
+    progress: &Progress,
+    slot: &mut Option<System>,
+) -> Result<Vec<(Story, bool)>, DemoError> {
+    let system = slot.insert(System::start(options, run_dir, progress).await?);
+    stories::play_all(system, progress).await
+}
+
+fn explain_how_to_explore(system: &System, run_dir: &RunDir) {
+    let url = system.cloud_url();
+    let provider = system.provider_ref();
+    println!();
+    println!("The system keeps running. Explore it from another shell:");
+    println!(
+        "    export KUBECONFIG={}",
+        system.cluster.kubeconfig().display()
+    );
+    println!("    kubectl get managed                    # READY, SYNCED, EXTERNAL-NAME");
+    println!("    kubectl get vpc team-b-vpc -o yaml     # status.atProvider");
+    println!("    fakecloud {url}   dev API key {}", system.api_key());
+    println!(
+        "    curl -s -H 'Authorization: Bearer {}' {url}/v1/regions/us-east-1/vpcs",
+        system.api_key()
+    );
+    println!(
+        "    curl -s -H 'Authorization: Bearer {}' '{url}/admin/audit?actor=api&mutating=true'",
+        system.admin_token()
+    );
+    println!(
+        "    provider: pid {}, metrics http://{}/metrics, log {}",
+        provider.pid(),
+        provider.metrics_addr,
+        provider.log().display()
+    );
+    println!("    demo folder {}", run_dir.path().display());
+    println!("Press Ctrl-C to stop and remove everything.");
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn interrupted() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(error) => {
+            tracing::warn!(%error, "no SIGTERM handler; Ctrl-C still stops the demo");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

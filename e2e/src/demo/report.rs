@@ -1,0 +1,152 @@
+//! How the demo shows results: kubectl-like status rows, chosen
+//! `status.atProvider` fields, and fakecloud's audit of calls, grouped.
+
+use std::io::Write;
+
+use fakecloud::model::{Actor, AuditEntry};
+use kube::Resource;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::world::{at_provider, condition, external_name};
+
+/// Prints one indented line of a story's result.
+pub(crate) fn line(text: impl std::fmt::Display) {
+    println!("    {text}");
+    let _ = std::io::stdout().flush();
+}
+
+/// `KIND/NAME  READY=True  SYNCED=True  EXTERNAL-NAME=vpc-...`, as the
+/// columns of `kubectl get managed` show them.
+pub(crate) fn status_row<K: Resource<DynamicType = ()> + Serialize>(object: &K) -> String {
+    let status = |type_: &str| condition(object, type_).map_or_else(|| "-".to_owned(), |c| c.0);
+    format!(
+        "{}/{}  READY={}  SYNCED={}  EXTERNAL-NAME={}",
+        K::kind(&()),
+        object.meta().name.as_deref().unwrap_or_default(),
+        status("Ready"),
+        status("Synced"),
+        external_name(object).unwrap_or_else(|| "-".into()),
+    )
+}
+
+/// `atProvider: a=1, b.c=2` for the listed JSON pointers (without the
+/// leading slash; `/` separates levels), skipping absent ones.
+pub(crate) fn at_provider_fields<K: Serialize>(object: &K, fields: &[&str]) -> String {
+    let at = at_provider(object);
+    let shown: Vec<String> = fields
+        .iter()
+        .filter_map(|field| {
+            let value = at.pointer(&format!("/{field}"))?;
+            Some(format!("{}={}", field.replace('/', "."), plain(value)))
+        })
+        .collect();
+    format!("atProvider: {}", shown.join(", "))
+}
+
+/// A JSON value without the quotes around strings.
+pub(crate) fn plain(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Audit entries grouped by call, in order of first appearance:
+/// `api: POST /v1/regions/us-east-1/vpcs -> 201` or `api: GET ... -> 200 (x4)`.
+pub(crate) fn audit_lines(entries: &[AuditEntry]) -> Vec<String> {
+    let mut grouped: Vec<(String, usize)> = Vec::new();
+    for entry in entries {
+        let call = format!(
+            "{}: {} {} -> {}",
+            entry.actor.as_str(),
+            entry.method,
+            entry.path,
+            entry.status
+        );
+        match grouped.iter_mut().find(|(c, _)| *c == call) {
+            Some((_, count)) => *count += 1,
+            None => grouped.push((call, 1)),
+        }
+    }
+    if grouped.is_empty() {
+        return vec!["(no calls)".to_owned()];
+    }
+    grouped
+        .into_iter()
+        .map(|(call, count)| match count {
+            1 => call,
+            n => format!("{call} (x{n})"),
+        })
+        .collect()
+}
+
+/// Prints the audit under a heading.
+pub(crate) fn audit(heading: &str, entries: &[AuditEntry]) {
+    line(format!("fakecloud audit, {heading}:"));
+    for call in audit_lines(entries) {
+        line(format!("  {call}"));
+    }
+}
+
+/// Counts mutating calls (anything but GET/HEAD) made with an API key,
+/// that is by the provider; an outside actor's changes do not count.
+pub(crate) fn mutating(entries: &[AuditEntry]) -> usize {
+    entries
+        .iter()
+        .filter(|e| e.actor == Actor::Api && e.method != "GET" && e.method != "HEAD")
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn entry(seq: i64, method: &str, path: &str, status: u16) -> AuditEntry {
+        serde_json::from_value(json!({
+            "seq": seq, "time": "2026-11-22T00:00:00Z", "actor": "api",
+            "method": method, "path": path, "status": status, "requestId": "r",
+        }))
+        .expect("valid audit entry")
+    }
+
+    #[test]
+    fn audit_groups_repeated_calls_in_first_seen_order() {
+        let entries = [
+            entry(1, "POST", "/v1/vpcs", 201),
+            entry(2, "GET", "/v1/vpcs/a", 200),
+            entry(3, "GET", "/v1/vpcs/a", 200),
+            entry(4, "GET", "/v1/vpcs/a", 404),
+        ];
+        assert_eq!(
+            audit_lines(&entries),
+            [
+                "api: POST /v1/vpcs -> 201",
+                "api: GET /v1/vpcs/a -> 200 (x2)",
+                "api: GET /v1/vpcs/a -> 404"
+            ]
+        );
+        assert_eq!(mutating(&entries), 1);
+        assert_eq!(audit_lines(&[]), ["(no calls)"]);
+    }
+
+    #[test]
+    fn at_provider_fields_shows_nested_fields_and_skips_absent_ones() {
+        let vpc: apis::kinds::Vpc = serde_json::from_value(json!({
+            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
+            "metadata": { "name": "a" },
+            "spec": { "forProvider": { "region": "us-east-1" } },
+            "status": { "atProvider": { "id": "vpc-1", "tags": { "owner": "team-b" } } },
+        }))
+        .expect("valid VPC");
+        assert_eq!(
+            at_provider_fields(&vpc, &["id", "tags/owner", "state"]),
+            "atProvider: id=vpc-1, tags.owner=team-b"
+        );
+        assert_eq!(
+            status_row(&vpc),
+            "VPC/a  READY=-  SYNCED=-  EXTERNAL-NAME=-"
+        );
+    }
+}

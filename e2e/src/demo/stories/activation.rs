@@ -1,0 +1,116 @@
+//! Story 1, late activation (seed 002): the provider runs with none of its
+//! CRDs; installing them one kind at a time starts exactly that kind's
+//! controller, as `provider_active_controllers` shows.
+
+use std::time::{Duration, Instant};
+
+use apis::kinds::provider_config::ProviderConfig;
+use serde_json::json;
+
+use super::Verdict;
+use crate::crds::package_crds_dir;
+use crate::demo::report::line;
+use crate::demo::system::{CREDENTIALS_SECRET, NAMESPACE};
+use crate::demo::{DemoError, System};
+
+/// How long the gate may take to start a controller after its CRD is
+/// Established.
+const GATE: Duration = Duration::from_secs(10);
+
+/// Each kind with the CRD files that switch it on, in install order.
+const KINDS: [(&str, &[&str]); 5] = [
+    (
+        "ProviderConfig",
+        &[
+            "fakecloud.crossplane.io_providerconfigs.yaml",
+            "fakecloud.crossplane.io_providerconfigusages.yaml",
+        ],
+    ),
+    ("VPC", &["network.fakecloud.crossplane.io_vpcs.yaml"]),
+    ("Subnet", &["network.fakecloud.crossplane.io_subnets.yaml"]),
+    (
+        "NodeGroup",
+        &["compute.fakecloud.crossplane.io_nodegroups.yaml"],
+    ),
+    (
+        "DatabaseInstance",
+        &["database.fakecloud.crossplane.io_databaseinstances.yaml"],
+    ),
+];
+
+pub(crate) async fn play(system: &mut System) -> Result<Verdict, DemoError> {
+    let mut verdict = Verdict::default();
+    let before = system.provider_ref().active_controllers().await?;
+    line(format!(
+        "provider ready with 0 CRDs; active controllers: {}",
+        list(&before)
+    ));
+    verdict.check("no controller runs before its CRD", before.is_empty());
+
+    let mut expected: Vec<String> = Vec::new();
+    for (kind, files) in KINDS {
+        let paths: Vec<_> = files.iter().map(|f| package_crds_dir().join(f)).collect();
+        let names = system.cluster.install_crd_files(&paths).await?;
+        let established = Instant::now();
+        expected.push(kind.to_owned());
+        expected.sort();
+        let active = wait_for_controllers(system, &expected).await?;
+        let started = active == expected;
+        line(format!(
+            "+ CRD {} Established -> {kind} controller {} {:.2}s later",
+            names.join(" + "),
+            if started { "active" } else { "NOT active" },
+            established.elapsed().as_secs_f64(),
+        ));
+        verdict.check(
+            format!(
+                "only the installed kinds run after {kind} (saw {})",
+                list(&active)
+            ),
+            started,
+        );
+    }
+
+    let provider_config = system
+        .objects
+        .apply::<ProviderConfig>(json!({
+            "apiVersion": "fakecloud.crossplane.io/v1alpha1", "kind": "ProviderConfig",
+            "metadata": { "name": "default" },
+            "spec": {
+                "endpoint": system.cloud_url(),
+                "credentials": { "source": "Secret",
+                    "secretRef": { "namespace": NAMESPACE, "name": CREDENTIALS_SECRET, "key": "apiKey" } },
+            },
+        }))
+        .await?;
+    line(format!(
+        "ProviderConfig/{} -> {} with the API key from Secret {NAMESPACE}/{CREDENTIALS_SECRET} (key apiKey)",
+        provider_config.metadata.name.as_deref().unwrap_or_default(),
+        system.cloud_url(),
+    ));
+    Ok(verdict)
+}
+
+/// Polls the provider's metrics until exactly `expected` run, or [`GATE`]
+/// passes; returns what ran last.
+async fn wait_for_controllers(
+    system: &System,
+    expected: &[String],
+) -> Result<Vec<String>, DemoError> {
+    let deadline = tokio::time::Instant::now() + GATE;
+    loop {
+        let active = system.provider_ref().active_controllers().await?;
+        if active == expected || tokio::time::Instant::now() >= deadline {
+            return Ok(active);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn list(kinds: &[String]) -> String {
+    if kinds.is_empty() {
+        "none".to_owned()
+    } else {
+        kinds.join(", ")
+    }
+}

@@ -1,0 +1,262 @@
+//! The running system: control plane, fakecloud and the provider process,
+//! started in that order with progress lines, stopped in reverse.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use fakecloud::client::{AdminClient, Client as CloudClient};
+use fakecloud::model::{Actor, AuditEntry, AuditQuery};
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use serde_json::json;
+
+use super::objects::Objects;
+use super::{DemoError, DemoOptions, Progress, ProviderProcess};
+use crate::TestCluster;
+
+/// The namespace of the credentials and connection Secrets.
+pub const NAMESPACE: &str = "crossplane-system";
+/// The credentials Secret of the `default` ProviderConfig.
+pub const CREDENTIALS_SECRET: &str = "default-credentials";
+/// How long the provider may take to answer `/readyz`.
+const PROVIDER_READY: Duration = Duration::from_secs(30);
+
+/// The demo's own folder: its log, the provider's log and fakecloud's
+/// database. Removed after a clean run, kept (and printed) after a failure.
+pub struct RunDir {
+    dir: tempfile::TempDir,
+}
+
+impl RunDir {
+    pub fn create() -> Result<Self, DemoError> {
+        let dir = tempfile::Builder::new()
+            .prefix("fakecloud-demo-")
+            .tempdir()
+            .map_err(|e| DemoError::io("creating the demo's folder", e))?;
+        Ok(Self { dir })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Keeps the folder on disk and returns its path.
+    pub fn keep(self) -> PathBuf {
+        self.dir.keep()
+    }
+}
+
+pub struct System {
+    pub cluster: TestCluster,
+    pub cloud: CloudClient,
+    pub admin: AdminClient,
+    pub(crate) objects: Objects,
+    pub options: DemoOptions,
+    cloud_server: Option<fakecloud::RunningServer>,
+    provider: Option<ProviderProcess>,
+    database: PathBuf,
+}
+
+impl System {
+    /// Starts everything; the provider last, with none of its CRDs installed.
+    pub async fn start(
+        options: DemoOptions,
+        run_dir: &RunDir,
+        progress: &Progress,
+    ) -> Result<Self, DemoError> {
+        progress.step(
+            "starting the control plane: etcd, kube-apiserver, kube-controller-manager (local processes)",
+        );
+        let database = run_dir.path().join("fakecloud.db");
+        let mut config = fakecloud::Config::new(database.display().to_string());
+        config.default_delay = options.provisioning_delay;
+        let (cluster, cloud_server) = tokio::join!(
+            TestCluster::options().without_package_crds().start(),
+            fakecloud::spawn(config),
+        );
+        let cluster = cluster?;
+        let cloud_server = cloud_server?;
+        progress.step(format!(
+            "control plane ready in {:.1}s: Kubernetes {}, no CRDs installed",
+            cluster.startup_time().as_secs_f64(),
+            cluster.server_version().git_version,
+        ));
+        progress.step(format!(
+            "fakecloud serving {} (in-process, SQLite {})",
+            cloud_server.base_url(),
+            database.display()
+        ));
+        let cloud = CloudClient::new(cloud_server.base_url(), cloud_server.api_key());
+        let admin = AdminClient::new(cloud_server.base_url(), cloud_server.admin_token());
+        let mut system = Self {
+            objects: Objects::new(cluster.client()),
+            cluster,
+            cloud,
+            admin,
+            options,
+            cloud_server: Some(cloud_server),
+            provider: None,
+            database,
+        };
+        system.create_credentials().await?;
+
+        progress.step(format!(
+            "starting the provider binary {} with KUBECONFIG only",
+            system.options.provider_bin.display()
+        ));
+        let mut provider = ProviderProcess::start(
+            &system.options.provider_bin,
+            system.cluster.kubeconfig(),
+            &[
+                format!(
+                    "--poll-interval={}ms",
+                    system.options.poll_interval.as_millis()
+                ),
+                "--pending-poll-interval=250ms".to_owned(),
+            ],
+            run_dir.path().join("provider.log"),
+        )?;
+        provider.wait_ready(PROVIDER_READY).await?;
+        progress.step(format!(
+            "provider ready (pid {}), log {}",
+            provider.pid(),
+            provider.log().display()
+        ));
+        let pids: Vec<String> = system
+            .cluster
+            .process_ids()
+            .iter()
+            .chain(std::iter::once(&provider.pid()))
+            .map(u32::to_string)
+            .collect();
+        progress.step(format!(
+            "processes (pid): control plane + provider {}",
+            pids.join(" ")
+        ));
+        system.provider = Some(provider);
+        Ok(system)
+    }
+
+    /// The namespace and the Secret holding fakecloud's API key; plain
+    /// Kubernetes objects, so they exist before any CRD does.
+    async fn create_credentials(&self) -> Result<(), DemoError> {
+        self.objects
+            .apply::<Namespace>(json!({
+                "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": NAMESPACE },
+            }))
+            .await?;
+        self.objects
+            .apply_namespaced::<Secret>(
+                NAMESPACE,
+                json!({
+                    "apiVersion": "v1", "kind": "Secret",
+                    "metadata": { "name": CREDENTIALS_SECRET, "namespace": NAMESPACE },
+                    "stringData": { "apiKey": self.api_key() },
+                }),
+            )
+            .await?;
+        Ok(())
+    }
+
+    pub fn cloud_url(&self) -> String {
+        self.server().base_url()
+    }
+
+    pub fn api_key(&self) -> &str {
+        self.server().api_key()
+    }
+
+    pub fn admin_token(&self) -> &str {
+        self.server().admin_token()
+    }
+
+    pub fn database(&self) -> &Path {
+        &self.database
+    }
+
+    fn server(&self) -> &fakecloud::RunningServer {
+        self.cloud_server
+            .as_ref()
+            .expect("fakecloud runs until shutdown")
+    }
+
+    pub fn provider(&mut self) -> &mut ProviderProcess {
+        self.provider
+            .as_mut()
+            .expect("the provider runs until shutdown")
+    }
+
+    pub fn provider_ref(&self) -> &ProviderProcess {
+        self.provider
+            .as_ref()
+            .expect("the provider runs until shutdown")
+    }
+
+    /// An error if the provider or a control-plane process has died: after
+    /// that no story can hold, so the demo stops with the logs.
+    pub fn ensure_healthy(&mut self) -> Result<(), DemoError> {
+        self.provider().ensure_running()?;
+        let dead = self.cluster.dead_components();
+        if dead.is_empty() {
+            Ok(())
+        } else {
+            Err(DemoError::Unexpected(format!(
+                "control-plane processes exited: {}",
+                dead.join("; ")
+            )))
+        }
+    }
+
+    /// The newest audit sequence number: calls after it are "from now on".
+    pub async fn audit_mark(&self) -> Result<i64, DemoError> {
+        let entries = self.admin.audit(&AuditQuery::default()).await?;
+        Ok(entries.iter().map(|e| e.seq).max().unwrap_or(0))
+    }
+
+    /// Calls after `mark` on paths the story is about (`about`), made with
+    /// an API key (the provider) or as an outside actor (the autoscaler).
+    /// The demo's own admin reads and the provider's polls of other
+    /// stories' resources are left out.
+    pub async fn audit_since(
+        &self,
+        mark: i64,
+        about: impl Fn(&str) -> bool,
+    ) -> Result<Vec<AuditEntry>, DemoError> {
+        let entries = self
+            .admin
+            .audit(&AuditQuery {
+                after_seq: Some(mark),
+                ..AuditQuery::default()
+            })
+            .await?;
+        Ok(entries
+            .into_iter()
+            .filter(|e| matches!(e.actor, Actor::Api | Actor::External) && about(&e.path))
+            .collect())
+    }
+
+    /// Copies the control plane's logs into `dir` (they are deleted with the
+    /// cluster), so a failed run keeps every log in one folder.
+    pub fn save_control_plane_logs(&self, dir: &Path) {
+        let Some(logs) = self.cluster.logs_dir() else {
+            return;
+        };
+        let Ok(entries) = std::fs::read_dir(&logs) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let _ = std::fs::copy(entry.path(), dir.join(entry.file_name()));
+        }
+    }
+
+    /// Stops the provider (SIGTERM, then kill), fakecloud, then the control
+    /// plane; returns once every process is gone.
+    pub async fn shutdown(mut self) {
+        if let Some(provider) = self.provider.take() {
+            provider.stop().await;
+        }
+        if let Some(server) = self.cloud_server.take() {
+            let _ = server.shutdown().await;
+        }
+        // Dropping the cluster kills and reaps its process groups.
+    }
+}
