@@ -1,0 +1,465 @@
+//! The package's ClusterRole (`package/rbac/clusterrole.yaml`) against what
+//! the provider really does: the provider runs as a ServiceAccount bound to
+//! that role alone, through VPC, Subnet (a reference) and DatabaseInstance
+//! (connection Secret) lifecycles with leader election on. Every request it
+//! sends is recorded. A missing permission fails the lifecycle (or shows as
+//! a request outside the role, for calls whose failure is only logged, such
+//! as events); a permission no request used fails the exactness check.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use apis::kinds::{DatabaseInstance, Subnet, Vpc};
+use e2e::world::{NAMESPACE, World, is_ready, is_synced};
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{Pod, Secret, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use kube::api::PostParams;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+const READY: Duration = Duration::from_secs(60);
+const SERVICE_ACCOUNT: &str = "provider-fakecloud";
+
+/// One permission: API group, resource (with `/subresource`), verb.
+type Permission = (String, String, String);
+
+/// The kinds of managed resource share one generic runtime, so they make
+/// the same calls; both the role and the requests are compared with each
+/// managed resource replaced by this placeholder, after checking the role
+/// names every managed kind.
+const MANAGED: &str = "<managed>";
+
+fn managed_resources() -> BTreeSet<(String, String)> {
+    provider::kinds::gated()
+        .iter()
+        .filter(|g| g.kind != "ProviderConfig")
+        .map(|g| {
+            let (plural, group) = g.crd_name.split_once('.').expect("<plural>.<group>");
+            (group.to_owned(), plural.to_owned())
+        })
+        .collect()
+}
+
+fn generalise(permission: &Permission, managed: &BTreeSet<(String, String)>) -> Permission {
+    let (group, resource, verb) = permission;
+    let (base, sub) = match resource.split_once('/') {
+        Some((base, sub)) => (base, Some(sub)),
+        None => (resource.as_str(), None),
+    };
+    if managed.contains(&(group.clone(), base.to_owned())) {
+        let resource = sub.map_or_else(|| MANAGED.to_owned(), |s| format!("{MANAGED}/{s}"));
+        (MANAGED.to_owned(), resource, verb.clone())
+    } else {
+        permission.clone()
+    }
+}
+
+fn role() -> ClusterRole {
+    let path = e2e::crds::package_dir().join("rbac/clusterrole.yaml");
+    let text = std::fs::read_to_string(&path).expect("package/rbac/clusterrole.yaml is readable");
+    serde_yaml::from_str(&text).expect("the ClusterRole parses")
+}
+
+/// The role's rules expanded to single permissions. Wildcards are refused:
+/// they would grant what nobody checked.
+fn role_permissions(role: &ClusterRole) -> BTreeSet<Permission> {
+    let mut out = BTreeSet::new();
+    for rule in role.rules.iter().flatten() {
+        for group in rule.api_groups.iter().flatten() {
+            for resource in rule.resources.iter().flatten() {
+                for verb in &rule.verbs {
+                    assert!(
+                        !(group.contains('*') || resource.contains('*') || verb.contains('*')),
+                        "wildcard in {rule:?}"
+                    );
+                    out.insert((group.clone(), resource.clone(), verb.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The permissions a request to the API server needs, from its method,
+/// path (`/api/v1/...` or `/apis/<group>/<version>/...`) and content type.
+/// A server-side apply to an object (not a subresource) may create it, and
+/// the API server then also checks `create`.
+fn permissions_of(request: &http::Request<kube::client::Body>) -> Vec<Permission> {
+    let apply = request
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|t| t.as_bytes().starts_with(b"application/apply-patch"));
+    let Some(permission) = permission_of(request.method(), request.uri()) else {
+        return Vec::new();
+    };
+    let creates = apply.then(|| (permission.0.clone(), permission.1.clone(), "create".to_owned()));
+    let mut out = vec![permission];
+    out.extend(creates.filter(|(_, resource, _)| !resource.contains('/')));
+    out
+}
+
+/// The permission a request needs by its method and path alone.
+fn permission_of(method: &http::Method, uri: &http::Uri) -> Option<Permission> {
+    let segments: Vec<&str> = uri.path().trim_matches('/').split('/').collect();
+    let (group, rest) = match segments.as_slice() {
+        ["api", _version, rest @ ..] => ("", rest),
+        ["apis", group, _version, rest @ ..] => (*group, rest),
+        _ => return None,
+    };
+    let rest = match rest {
+        ["namespaces", _ns, rest @ ..] if !rest.is_empty() => rest,
+        other => other,
+    };
+    let (resource, named) = match rest {
+        [resource] => ((*resource).to_owned(), false),
+        [resource, _name] => ((*resource).to_owned(), true),
+        [resource, _name, sub] => (format!("{resource}/{sub}"), true),
+        _ => return None,
+    };
+    let watch = uri
+        .query()
+        .is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"));
+    let verb = match (method.as_str(), named) {
+        ("GET", _) if watch => "watch",
+        ("GET", true) => "get",
+        ("GET", false) => "list",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", true) => "delete",
+        ("DELETE", false) => "deletecollection",
+        _ => return None,
+    };
+    Some((group.to_owned(), resource, verb.to_owned()))
+}
+
+#[test]
+fn requests_map_to_the_permissions_rbac_checks() {
+    let p = |m: &str, u: &str| {
+        permission_of(&m.parse().unwrap(), &u.parse().unwrap())
+            .map(|(g, r, v)| format!("{g}|{r}|{v}"))
+    };
+    assert_eq!(
+        p("GET", "/api/v1/namespaces/ns/secrets/creds").as_deref(),
+        Some("|secrets|get")
+    );
+    assert_eq!(
+        p(
+            "GET",
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions?watch=true&resourceVersion=1"
+        )
+        .as_deref(),
+        Some("apiextensions.k8s.io|customresourcedefinitions|watch")
+    );
+    assert_eq!(
+        p(
+            "PATCH",
+            "/apis/network.fakecloud.crossplane.io/v1alpha1/vpcs/a/status?fieldManager=x"
+        )
+        .as_deref(),
+        Some("network.fakecloud.crossplane.io|vpcs/status|patch")
+    );
+    assert_eq!(
+        p("POST", "/apis/events.k8s.io/v1/namespaces/default/events").as_deref(),
+        Some("events.k8s.io|events|create")
+    );
+    assert_eq!(
+        p("PUT", "/apis/coordination.k8s.io/v1/namespaces/ns/leases/l").as_deref(),
+        Some("coordination.k8s.io|leases|update")
+    );
+    assert_eq!(
+        p("GET", "/api/v1/namespaces").as_deref(),
+        Some("|namespaces|list")
+    );
+    assert_eq!(p("GET", "/version"), None);
+
+    let apply = |uri: &str| {
+        let request = http::Request::patch(uri)
+            .header(http::header::CONTENT_TYPE, "application/apply-patch+yaml")
+            .body(kube::client::Body::empty())
+            .unwrap();
+        permissions_of(&request)
+            .into_iter()
+            .map(|(_, r, v)| format!("{r}|{v}"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(apply("/api/v1/namespaces/ns/secrets/s"), ["secrets|patch", "secrets|create"]);
+    assert_eq!(
+        apply("/apis/network.fakecloud.crossplane.io/v1alpha1/vpcs/a/status"),
+        ["vpcs/status|patch"]
+    );
+}
+
+/// Every permission the client's requests needed, recorded as they are sent.
+#[derive(Clone, Default)]
+struct Recorded(Arc<Mutex<BTreeSet<Permission>>>);
+
+impl Recorded {
+    fn set(&self) -> BTreeSet<Permission> {
+        self.0.lock().expect("recorded lock").clone()
+    }
+}
+
+/// A client for the cluster that authenticates with `token` and records
+/// every request's permission into `recorded`.
+async fn client_with_token(
+    world: &World,
+    token: &str,
+    recorded: Recorded,
+) -> anyhow::Result<kube::Client> {
+    let mut doc: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(world.cluster.kubeconfig())?)?;
+    let users = doc["users"]
+        .as_sequence_mut()
+        .expect("kubeconfig has users");
+    for user in users {
+        user["user"] = serde_yaml::to_value(json!({ "token": token }))?;
+    }
+    let kubeconfig = Kubeconfig::from_yaml(&serde_yaml::to_string(&doc)?)?;
+    let config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+    let record =
+        tower::util::MapRequestLayer::new(move |request: http::Request<kube::client::Body>| {
+            recorded
+                .0
+                .lock()
+                .expect("recorded lock")
+                .extend(permissions_of(&request));
+            request
+        });
+    Ok(kube::client::ClientBuilder::try_from(config)?
+        .with_layer(&record)
+        .build())
+}
+
+/// A ServiceAccount bound to the package's ClusterRole only, and a token
+/// for it from the TokenRequest API.
+async fn service_account_token(world: &World) -> anyhow::Result<String> {
+    let kube = world.kube();
+    let role = role();
+    Api::<ClusterRole>::all(kube.clone())
+        .create(&PostParams::default(), &role)
+        .await?;
+    let accounts = Api::<ServiceAccount>::namespaced(kube.clone(), NAMESPACE);
+    accounts
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({ "metadata": { "name": SERVICE_ACCOUNT } }))?,
+        )
+        .await?;
+    Api::<ClusterRoleBinding>::all(kube.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": { "name": SERVICE_ACCOUNT },
+                "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role.name_any() },
+                "subjects": [{ "kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE }],
+            }))?,
+        )
+        .await?;
+    let request = TokenRequest {
+        spec: Some(TokenRequestSpec {
+            expiration_seconds: Some(3600),
+            ..TokenRequestSpec::default()
+        }),
+        ..TokenRequest::default()
+    };
+    let granted = accounts
+        .create_token_request(SERVICE_ACCOUNT, &PostParams::default(), &request)
+        .await?;
+    Ok(granted
+        .status
+        .and_then(|s| s.token)
+        .expect("the TokenRequest API grants a token"))
+}
+
+#[tokio::test]
+async fn the_provider_runs_on_its_cluster_role_alone() -> anyhow::Result<()> {
+    e2e::init_tracing();
+    let mut world = World::start().await?;
+    // The world's provider runs as cluster admin; replace it.
+    world.stop_provider().await;
+    let token = service_account_token(&world).await?;
+    let recorded = Recorded::default();
+    let restricted = client_with_token(&world, &token, recorded.clone()).await?;
+
+    // The identity really is restricted: anything outside the role is denied.
+    let denied = Api::<Pod>::all(restricted.clone())
+        .list(&Default::default())
+        .await;
+    assert!(
+        matches!(&denied, Err(kube::Error::Api(e)) if e.code == 403),
+        "listing Pods must be forbidden: {denied:?}"
+    );
+    recorded.0.lock().expect("recorded lock").clear();
+
+    let config = <provider::config::Config as clap::Parser>::try_parse_from([
+        "provider",
+        "--metrics-addr=127.0.0.1:0",
+        "--health-addr=127.0.0.1:0",
+        "--poll-interval=30s",
+        "--pending-poll-interval=250ms",
+        "--leader-election=true",
+        &format!("--leader-election-namespace={NAMESPACE}"),
+    ])?;
+    let shutdown = CancellationToken::new();
+    let provider = tokio::spawn(provider::run(
+        config,
+        restricted,
+        world.metrics.clone(),
+        shutdown.clone(),
+    ));
+
+    // A ProviderConfig created now, so its controller's finalizer and
+    // status writes are made under the role.
+    let pc = e2e::unique_name("pc");
+    world.create_provider_config(&pc).await?;
+
+    let vpc = e2e::unique_name("vpc");
+    world
+        .apply::<Vpc>(json!({
+            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
+            "metadata": { "name": vpc },
+            "spec": { "providerConfigRef": { "name": pc },
+                      "forProvider": { "region": "us-east-1", "cidrBlock": "10.0.0.0/16", "tags": { "team": "a" } } },
+        }))
+        .await?;
+    let subnet = e2e::unique_name("subnet");
+    world
+        .apply::<Subnet>(json!({
+            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "Subnet",
+            "metadata": { "name": subnet },
+            "spec": { "providerConfigRef": { "name": pc },
+                      "forProvider": { "region": "us-east-1", "vpcIdRef": { "name": vpc },
+                                       "cidrBlock": "10.0.1.0/24", "availabilityZone": "us-east-1a" } },
+        }))
+        .await?;
+    let db = e2e::unique_name("db");
+    let secret = format!("{db}-connection");
+    world
+        .apply::<DatabaseInstance>(json!({
+            "apiVersion": "database.fakecloud.crossplane.io/v1alpha1", "kind": "DatabaseInstance",
+            "metadata": { "name": db },
+            "spec": {
+                "providerConfigRef": { "name": pc },
+                "forProvider": { "region": "eu-west-1", "engine": "postgres", "engineVersion": "16.2",
+                                 "instanceClass": "db.t3.micro", "allocatedStorage": 20, "masterUsername": "app",
+                                 "deletionProtection": false },
+                "writeConnectionSecretToRef": { "namespace": NAMESPACE, "name": secret },
+            },
+        }))
+        .await?;
+    let ready_and_synced = |what: &str| format!("{what}: Ready and Synced");
+    world
+        .wait_for::<Vpc>(&vpc, &ready_and_synced("VPC"), READY, |v| {
+            is_ready(v) && is_synced(v)
+        })
+        .await?;
+    world
+        .wait_for::<Subnet>(&subnet, &ready_and_synced("Subnet"), READY, |s| {
+            is_ready(s) && is_synced(s)
+        })
+        .await?;
+    world
+        .wait_for::<DatabaseInstance>(&db, &ready_and_synced("DatabaseInstance"), READY, |d| {
+            is_ready(d) && is_synced(d)
+        })
+        .await?;
+    let connection = Api::<Secret>::namespaced(world.kube(), NAMESPACE)
+        .get(&secret)
+        .await?;
+    let keys: BTreeSet<String> = connection.data.unwrap_or_default().into_keys().collect();
+    assert_eq!(
+        keys,
+        ["endpoint", "password", "port", "username"]
+            .map(String::from)
+            .into(),
+        "connection Secret keys"
+    );
+    world
+        .wait_for::<apis::kinds::provider_config::ProviderConfig>(
+            &pc,
+            "status.users 3",
+            READY,
+            |p| p.status.as_ref().and_then(|s| s.users) == Some(3),
+        )
+        .await?;
+
+    // An update, then deletes: the finalizers are released under the role.
+    world
+        .apply::<Vpc>(json!({
+            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
+            "metadata": { "name": vpc },
+            "spec": { "providerConfigRef": { "name": pc },
+                      "forProvider": { "region": "us-east-1", "cidrBlock": "10.0.0.0/16", "tags": { "team": "b" } } },
+        }))
+        .await?;
+    world
+        .wait_for::<Vpc>(&vpc, "tag b applied", READY, |v| {
+            e2e::world::at_provider(v)["tags"]["team"] == "b"
+        })
+        .await?;
+    world.delete::<Subnet>(&subnet).await?;
+    world.delete::<DatabaseInstance>(&db).await?;
+    world.wait_gone::<Subnet>(&subnet, READY).await?;
+    world.delete::<Vpc>(&vpc).await?;
+    world.wait_gone::<Vpc>(&vpc, READY).await?;
+    world.wait_gone::<DatabaseInstance>(&db, READY).await?;
+
+    // Leader election renews its Lease every 5 s: wait for one renewal.
+    let renewal = (
+        "coordination.k8s.io".to_owned(),
+        "leases".to_owned(),
+        "update".to_owned(),
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while !recorded.set().contains(&renewal) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    shutdown.cancel();
+    provider.await??;
+
+    let managed = managed_resources();
+    let role_permissions = role_permissions(&role());
+    // The role names every managed kind, with the same verbs for each.
+    for (group, plural) in &managed {
+        for resource in [plural.clone(), format!("{plural}/status")] {
+            let verbs: BTreeSet<&str> = role_permissions
+                .iter()
+                .filter(|(g, r, _)| g == group && *r == resource)
+                .map(|(_, _, v)| v.as_str())
+                .collect();
+            let expected: BTreeSet<&str> = if resource.ends_with("/status") {
+                ["patch"].into()
+            } else {
+                ["get", "list", "watch", "patch"].into()
+            };
+            assert_eq!(verbs, expected, "{group} {resource}");
+        }
+    }
+    let granted: BTreeSet<Permission> = role_permissions
+        .iter()
+        .map(|p| generalise(p, &managed))
+        .collect();
+    let used: BTreeSet<Permission> = recorded
+        .set()
+        .iter()
+        .map(|p| generalise(p, &managed))
+        .collect();
+    let missing: Vec<_> = used.difference(&granted).collect();
+    assert!(
+        missing.is_empty(),
+        "requests outside the role (denied): {missing:?}"
+    );
+    let unused: Vec<_> = granted.difference(&used).collect();
+    assert!(
+        unused.is_empty(),
+        "role grants what the provider never used: {unused:?}"
+    );
+    world.shutdown().await;
+    Ok(())
+}
