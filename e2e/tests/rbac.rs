@@ -96,7 +96,13 @@ fn permissions_of(request: &http::Request<kube::client::Body>) -> Vec<Permission
     let Some(permission) = permission_of(request.method(), request.uri()) else {
         return Vec::new();
     };
-    let creates = apply.then(|| (permission.0.clone(), permission.1.clone(), "create".to_owned()));
+    let creates = apply.then(|| {
+        (
+            permission.0.clone(),
+            permission.1.clone(),
+            "create".to_owned(),
+        )
+    });
     let mut out = vec![permission];
     out.extend(creates.filter(|(_, resource, _)| !resource.contains('/')));
     out
@@ -187,7 +193,10 @@ fn requests_map_to_the_permissions_rbac_checks() {
             .map(|(_, r, v)| format!("{r}|{v}"))
             .collect::<Vec<_>>()
     };
-    assert_eq!(apply("/api/v1/namespaces/ns/secrets/s"), ["secrets|patch", "secrets|create"]);
+    assert_eq!(
+        apply("/api/v1/namespaces/ns/secrets/s"),
+        ["secrets|patch", "secrets|create"]
+    );
     assert_eq!(
         apply("/apis/network.fakecloud.crossplane.io/v1alpha1/vpcs/a/status"),
         ["vpcs/status|patch"]
