@@ -97,19 +97,36 @@ impl System {
             provider: None,
             database,
         };
-        system.create_credentials().await?;
+        // The control plane's logs die with it: keep them if the rest fails.
+        match system.start_provider(run_dir, progress).await {
+            Ok(()) => Ok(system),
+            Err(error) => {
+                system.save_control_plane_logs(run_dir.path());
+                Err(error)
+            }
+        }
+    }
+
+    /// Creates the credentials, then starts the provider binary and waits
+    /// until it is ready.
+    async fn start_provider(
+        &mut self,
+        run_dir: &RunDir,
+        progress: &Progress,
+    ) -> Result<(), DemoError> {
+        self.create_credentials().await?;
 
         progress.step(format!(
             "starting the provider binary {} with KUBECONFIG only",
-            system.options.provider_bin.display()
+            self.options.provider_bin.display()
         ));
         let mut provider = ProviderProcess::start(
-            &system.options.provider_bin,
-            system.cluster.kubeconfig(),
+            &self.options.provider_bin,
+            self.cluster.kubeconfig(),
             &[
                 format!(
                     "--poll-interval={}ms",
-                    system.options.poll_interval.as_millis()
+                    self.options.poll_interval.as_millis()
                 ),
                 "--pending-poll-interval=250ms".to_owned(),
             ],
@@ -121,7 +138,7 @@ impl System {
             provider.pid(),
             provider.log().display()
         ));
-        let pids: Vec<String> = system
+        let pids: Vec<String> = self
             .cluster
             .process_ids()
             .iter()
@@ -132,8 +149,8 @@ impl System {
             "processes (pid): control plane + provider {}",
             pids.join(" ")
         ));
-        system.provider = Some(provider);
-        Ok(system)
+        self.provider = Some(provider);
+        Ok(())
     }
 
     /// The namespace and the Secret holding fakecloud's API key; plain
