@@ -108,14 +108,14 @@ impl Gate {
                             .filter(|name| !seen.iter().any(|s| s == name))
                             .collect();
                         for name in gone {
-                            self.stop(name).await;
+                            self.stop(name, "CRD deleted").await;
                         }
                         let _ = self.ready.send(true);
                     }
                     Some(Event::Apply(crd)) => self.observe(&crd),
                     Some(Event::Delete(crd)) => {
                         if let Some(name) = self.kinds.iter().map(|k| k.crd_name).find(|n| *n == crd.name_any()) {
-                            self.stop(name).await;
+                            self.stop(name, "CRD deleted").await;
                         }
                     }
                 },
@@ -123,7 +123,7 @@ impl Gate {
         }
         let names: Vec<&'static str> = self.running.keys().copied().collect();
         for name in names {
-            self.stop(name).await;
+            self.stop(name, "provider shutting down").await;
         }
     }
 
@@ -162,7 +162,7 @@ impl Gate {
         self.running.insert(gated.crd_name, Running { stop, task });
     }
 
-    async fn stop(&mut self, crd_name: &'static str) {
+    async fn stop(&mut self, crd_name: &'static str, why: &'static str) {
         let Some(running) = self.running.remove(crd_name) else {
             return;
         };
@@ -171,7 +171,7 @@ impl Gate {
             .iter()
             .find(|k| k.crd_name == crd_name)
             .map_or("?", |k| k.kind);
-        info!(kind, crd = crd_name, "CRD gone; stopping controller");
+        info!(kind, crd = crd_name, why, "stopping controller");
         let _ = running.stop.send(());
         let abort = running.task.abort_handle();
         if tokio::time::timeout(STOP_GRACE, running.task)

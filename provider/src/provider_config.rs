@@ -47,6 +47,12 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
 }
 
 fn error_policy(_: Arc<ProviderConfig>, error: &ProviderConfigError, _: Arc<Context>) -> Action {
+    let ProviderConfigError::Kube { source, .. } = error;
+    if matches!(source, kube::Error::Api(status) if status.code == 409) {
+        // A stale informer copy after our own write: retry soon, quietly.
+        tracing::debug!(%error, "stale copy; retrying");
+        return Action::requeue(Duration::from_millis(200));
+    }
     warn!(%error, "ProviderConfig reconcile failed");
     Action::requeue(Duration::from_secs(5))
 }

@@ -137,3 +137,12 @@ pub enum ReconcileError {
         source: kube::Error,
     },
 }
+
+impl ReconcileError {
+    /// A write was refused because our copy of the object was stale (HTTP
+    /// 409 on a resourceVersion precondition): not a failure of the
+    /// resource, only of the informer's timing.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, ReconcileError::Kube { source: kube::Error::Api(status), .. } if status.code == 409)
+    }
+}

@@ -78,6 +78,14 @@ pub async fn reconcile<K: ManagedKind>(mr: Arc<K>, ctx: Arc<Context>) -> Result<
                 ctx.backoff.succeeded(&key);
                 (action, if run.paused { "paused" } else { "success" })
             }
+            Err(error) if error.is_conflict() => {
+                // Our informer's copy was older than a write we just made;
+                // nothing failed, so no condition, no event, no backoff:
+                // look again shortly with a fresh copy.
+                tracing::debug!(error = %error, "stale copy; retrying");
+                run.status = run.original.clone();
+                (Action::requeue(CONFLICT_RETRY), "conflict")
+            }
             Err(error) => {
                 warn!(error = %error, "reconcile failed");
                 run.status
@@ -617,6 +625,9 @@ fn intent_of<K: ManagedKind>(mr: &K) -> Intent {
         deleting: mr.meta().deletion_timestamp.is_some(),
     }
 }
+
+/// How soon a reconcile that hit a resourceVersion conflict runs again.
+const CONFLICT_RETRY: Duration = Duration::from_millis(200);
 
 fn now() -> String {
     jiff::Timestamp::now().to_string()
