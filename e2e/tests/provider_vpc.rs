@@ -36,7 +36,7 @@ async fn vpc_is_created_updated_once_and_deleted() -> anyhow::Result<()> {
     assert!(id.starts_with("vpc-"), "{id}");
     assert_eq!(at_provider(&ready)["state"], "available");
     assert_eq!(at_provider(&ready)["cidrBlock"], "10.0.0.0/16");
-    let path = format!("/v1/regions/us-east-1/vpcs");
+    let path = "/v1/regions/us-east-1/vpcs";
     let creates: Vec<_> = world
         .mutating_calls(&path, mark)
         .await?
