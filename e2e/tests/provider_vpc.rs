@@ -38,7 +38,7 @@ async fn vpc_is_created_updated_once_and_deleted() -> anyhow::Result<()> {
     assert_eq!(at_provider(&ready)["cidrBlock"], "10.0.0.0/16");
     let path = "/v1/regions/us-east-1/vpcs";
     let creates: Vec<_> = world
-        .mutating_calls(&path, mark)
+        .mutating_calls(path, mark)
         .await?
         .into_iter()
         .filter(|c| c.method == "POST")
