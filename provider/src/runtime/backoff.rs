@@ -39,19 +39,15 @@ pub struct Backoff {
 
 impl Default for Backoff {
     fn default() -> Self {
-        Self::new(Duration::from_secs(1), Duration::from_secs(60))
+        Self {
+            base: Duration::from_secs(1),
+            cap: Duration::from_secs(60),
+            failures: Mutex::new(HashMap::new()),
+        }
     }
 }
 
 impl Backoff {
-    pub fn new(base: Duration, cap: Duration) -> Self {
-        Self {
-            base,
-            cap,
-            failures: Mutex::new(HashMap::new()),
-        }
-    }
-
     /// Records one more failure of `key` and returns how long to wait.
     pub fn failed(&self, key: &str, intent: Intent) -> Duration {
         let mut failures = self.failures.lock().expect("backoff lock poisoned");

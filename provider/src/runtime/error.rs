@@ -29,13 +29,6 @@ pub enum ExternalError {
     Connection(#[from] ConnectionError),
 }
 
-impl ExternalError {
-    /// Whether the cloud said the resource does not exist.
-    pub fn is_not_found(&self) -> bool {
-        matches!(self, ExternalError::Cloud(e) if e.is_not_found())
-    }
-}
-
 /// Resolving a `*Ref` or `*Selector` failed.
 #[derive(Debug, Error)]
 pub enum ReferenceError {

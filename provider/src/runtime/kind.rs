@@ -69,11 +69,6 @@ pub trait ManagedKind: apis::Managed {
     /// Maps the cloud's state onto `Ready`.
     fn readiness(at_provider: &Value) -> Readiness;
 
-    /// Whether the cloud reports the resource as being deleted.
-    fn cloud_deleting(at_provider: &Value) -> bool {
-        Self::readiness(at_provider) == Readiness::Deleting
-    }
-
     /// The connection details to publish, keyed exactly as the kind's MRD
     /// documents them (`apis`' connection-detail list). The session gives
     /// what the Secret holds now, so a value only the provider knows (a

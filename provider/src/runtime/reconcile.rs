@@ -423,7 +423,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
         Ok(match seen {
             None => Observed::Missing,
             Some(at_provider) => Observed::Exists {
-                deleting: K::cloud_deleting(&at_provider),
+                deleting: K::readiness(&at_provider) == Readiness::Deleting,
                 at_provider,
             },
         })
