@@ -24,6 +24,7 @@ mod error;
 mod k3s;
 mod kubeconfig;
 mod local;
+pub mod objects;
 mod pki;
 mod process;
 pub mod world;

@@ -12,16 +12,15 @@ use std::time::Duration;
 use fakecloud::client::{AdminClient, Client as CloudClient};
 use fakecloud::model::{AuditEntry, AuditQuery};
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use kube::core::ClusterResourceScope;
+use kube::api::PostParams;
 use kube::{Api, Resource};
 use provider::metrics::Metrics;
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::objects::{ClusterKind, Objects, ObjectsError};
 use crate::{ClusterError, ClusterOptions, TestCluster};
 
 /// The namespace the world keeps its Secrets in.
@@ -67,12 +66,8 @@ pub enum WorldError {
     Kube(#[from] kube::Error),
     #[error("provider flags: {0}")]
     Flags(#[from] clap::Error),
-    #[error("timed out after {timeout:?} waiting for {what}; last seen: {last}")]
-    Timeout {
-        what: String,
-        timeout: Duration,
-        last: String,
-    },
+    #[error(transparent)]
+    Objects(#[from] ObjectsError),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -86,6 +81,8 @@ struct RunningProvider {
 /// task is cancelled, fakecloud and the control plane stop).
 pub struct World {
     pub cluster: TestCluster,
+    /// apply / patch / get / delete / wait, as the test's user.
+    pub objects: Objects,
     pub cloud: CloudClient,
     pub admin: AdminClient,
     pub metrics: Metrics,
@@ -118,6 +115,7 @@ impl World {
         let cloud = CloudClient::new(cloud_server.base_url(), cloud_server.api_key());
         let admin = AdminClient::new(cloud_server.base_url(), cloud_server.admin_token());
         let mut world = Self {
+            objects: Objects::new(cluster.client(), USER_MANAGER),
             cluster,
             cloud,
             admin,
@@ -168,16 +166,16 @@ impl World {
     /// credentials Secret `<name>-credentials` (key `apiKey`).
     pub async fn create_provider_config(&self, name: &str) -> Result<(), WorldError> {
         let secret_name = format!("{name}-credentials");
-        self.apply_json(
-            &Api::<Secret>::namespaced(self.kube(), NAMESPACE),
-            &secret_name,
-            json!({
+        self.objects
+            .apply_namespaced::<Secret>(
+                NAMESPACE,
+                json!({
                 "apiVersion": "v1", "kind": "Secret",
                 "metadata": { "name": secret_name, "namespace": NAMESPACE },
                 "stringData": { "apiKey": self.api_key() },
-            }),
-        )
-        .await?;
+                }),
+            )
+            .await?;
         self.apply(json!({
             "apiVersion": "fakecloud.crossplane.io/v1alpha1", "kind": "ProviderConfig",
             "metadata": { "name": name },
@@ -219,133 +217,43 @@ impl World {
         }
     }
 
-    /// Server-side applies a managed resource (or any cluster-scoped object
-    /// of a typed kind) as a user would.
-    pub async fn apply<K>(&self, object: Value) -> Result<K, WorldError>
-    where
-        K: Resource<DynamicType = (), Scope = ClusterResourceScope>
-            + Clone
-            + DeserializeOwned
-            + Serialize
-            + Debug,
-    {
-        let name = object["metadata"]["name"]
-            .as_str()
-            .expect("object has a name")
-            .to_owned();
-        self.apply_json(&Api::<K>::all(self.kube()), &name, object)
-            .await
-    }
-
-    async fn apply_json<K>(&self, api: &Api<K>, name: &str, object: Value) -> Result<K, WorldError>
-    where
-        K: Resource + Clone + DeserializeOwned + Debug,
-    {
-        Ok(api
-            .patch(
-                name,
-                &PatchParams::apply(USER_MANAGER).force(),
-                &Patch::Apply(&object),
-            )
-            .await?)
+    /// Server-side applies a cluster-scoped object as the test's user.
+    pub async fn apply<K: ClusterKind>(&self, object: Value) -> Result<K, WorldError> {
+        Ok(self.objects.apply(object).await?)
     }
 
     /// Merge-patches an object as a user editing it would.
-    pub async fn patch<K>(&self, name: &str, patch: Value) -> Result<K, WorldError>
-    where
-        K: Resource<DynamicType = (), Scope = ClusterResourceScope>
-            + Clone
-            + DeserializeOwned
-            + Serialize
-            + Debug,
-    {
-        Ok(Api::<K>::all(self.kube())
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await?)
+    pub async fn patch<K: ClusterKind>(&self, name: &str, patch: Value) -> Result<K, WorldError> {
+        Ok(self.objects.patch(name, patch).await?)
     }
 
-    pub async fn get<K>(&self, name: &str) -> Result<Option<K>, WorldError>
-    where
-        K: Resource<DynamicType = (), Scope = ClusterResourceScope>
-            + Clone
-            + DeserializeOwned
-            + Serialize
-            + Debug,
-    {
-        Ok(Api::<K>::all(self.kube()).get_opt(name).await?)
+    pub async fn get<K: ClusterKind>(&self, name: &str) -> Result<Option<K>, WorldError> {
+        Ok(self.objects.get(name).await?)
     }
 
-    pub async fn delete<K>(&self, name: &str) -> Result<(), WorldError>
-    where
-        K: Resource<DynamicType = (), Scope = ClusterResourceScope>
-            + Clone
-            + DeserializeOwned
-            + Serialize
-            + Debug,
-    {
-        Api::<K>::all(self.kube())
-            .delete(name, &DeleteParams::default())
-            .await?;
-        Ok(())
+    pub async fn delete<K: ClusterKind>(&self, name: &str) -> Result<(), WorldError> {
+        Ok(self.objects.delete::<K>(name).await?)
     }
 
-    /// Polls the object until `done` holds, returning it. On timeout the
-    /// error carries the object as last seen, so a failure says why.
-    pub async fn wait_for<K>(
+    /// Polls the object until `done` holds, returning it; a timeout carries
+    /// the object as last seen.
+    pub async fn wait_for<K: ClusterKind>(
         &self,
         name: &str,
         what: &str,
         timeout: Duration,
         done: impl Fn(&K) -> bool,
-    ) -> Result<K, WorldError>
-    where
-        K: Resource<DynamicType = (), Scope = ClusterResourceScope>
-            + Clone
-            + DeserializeOwned
-            + Serialize
-            + Debug,
-    {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            let object = self.get::<K>(name).await?;
-            match object {
-                Some(object) if done(&object) => return Ok(object),
-                _ if tokio::time::Instant::now() >= deadline => {
-                    return Err(WorldError::Timeout {
-                        what: format!("{name}: {what}"),
-                        timeout,
-                        last: describe(object.as_ref()),
-                    });
-                }
-                _ => tokio::time::sleep(POLL_INTERVAL).await,
-            }
-        }
+    ) -> Result<K, WorldError> {
+        Ok(self.objects.wait_for(name, what, timeout, done).await?)
     }
 
     /// Polls until the object no longer exists.
-    pub async fn wait_gone<K>(&self, name: &str, timeout: Duration) -> Result<(), WorldError>
-    where
-        K: Resource<DynamicType = (), Scope = ClusterResourceScope>
-            + Clone
-            + DeserializeOwned
-            + Serialize
-            + Debug,
-    {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            let object = self.get::<K>(name).await?;
-            match object {
-                None => return Ok(()),
-                Some(object) if tokio::time::Instant::now() >= deadline => {
-                    return Err(WorldError::Timeout {
-                        what: format!("{name} to be deleted"),
-                        timeout,
-                        last: describe(Some(&object)),
-                    });
-                }
-                Some(_) => tokio::time::sleep(POLL_INTERVAL).await,
-            }
-        }
+    pub async fn wait_gone<K: ClusterKind>(
+        &self,
+        name: &str,
+        timeout: Duration,
+    ) -> Result<(), WorldError> {
+        Ok(self.objects.wait_gone::<K>(name, timeout).await?)
     }
 
     /// The newest audit sequence number: calls after it are "from now on".
@@ -401,25 +309,6 @@ impl Drop for World {
         if let Some(running) = self.provider.take() {
             running.token.cancel();
             running.task.abort();
-        }
-    }
-}
-
-/// How often waits look again.
-const POLL_INTERVAL: Duration = Duration::from_millis(100);
-
-fn describe<K: Serialize>(object: Option<&K>) -> String {
-    match object {
-        None => "absent".to_owned(),
-        Some(object) => {
-            let json = serde_json::to_value(object).unwrap_or_default();
-            json!({
-                "annotations": json.pointer("/metadata/annotations"),
-                "finalizers": json.pointer("/metadata/finalizers"),
-                "spec": json.get("spec"),
-                "status": json.get("status"),
-            })
-            .to_string()
         }
     }
 }

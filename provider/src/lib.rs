@@ -61,33 +61,24 @@ pub async fn run(
 ) -> Result<(), RunError> {
     let (ready_tx, ready_rx) = watch::channel(false);
 
-    let health = {
-        let token = shutdown.clone();
-        let addr = config.health_addr;
-        tokio::spawn(async move {
-            serve::health(addr, ready_rx, token.cancelled_owned())
-                .await
-                .map_err(|source| RunError::Serve {
-                    what: "health checks",
-                    addr,
-                    source,
-                })
-        })
-    };
-    let metrics_server = {
-        let token = shutdown.clone();
-        let addr = config.metrics_addr;
-        let metrics = metrics.clone();
-        tokio::spawn(async move {
-            serve::metrics(addr, metrics, token.cancelled_owned())
-                .await
-                .map_err(|source| RunError::Serve {
-                    what: "metrics",
-                    addr,
-                    source,
-                })
-        })
-    };
+    let health = spawn_server(
+        "health checks",
+        config.health_addr,
+        serve::health(
+            config.health_addr,
+            ready_rx,
+            shutdown.clone().cancelled_owned(),
+        ),
+    );
+    let metrics_server = spawn_server(
+        "metrics",
+        config.metrics_addr,
+        serve::metrics(
+            config.metrics_addr,
+            metrics.clone(),
+            shutdown.clone().cancelled_owned(),
+        ),
+    );
 
     let ctx = Arc::new(Context::new(
         kube.clone(),
@@ -133,4 +124,17 @@ pub async fn run(
     }
     info!("provider stopped");
     result
+}
+
+/// Runs one of the provider's HTTP servers as a task, naming it in its error.
+fn spawn_server(
+    what: &'static str,
+    addr: std::net::SocketAddr,
+    serve: impl std::future::Future<Output = std::io::Result<()>> + Send + 'static,
+) -> tokio::task::JoinHandle<Result<(), RunError>> {
+    tokio::spawn(async move {
+        serve
+            .await
+            .map_err(|source| RunError::Serve { what, addr, source })
+    })
 }

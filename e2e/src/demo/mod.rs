@@ -20,7 +20,6 @@
 //! demo leaves nothing behind.
 
 mod http;
-mod objects;
 mod progress;
 mod provider_process;
 mod report;
@@ -58,6 +57,8 @@ pub enum DemoError {
     CloudClient(#[from] fakecloud::client::ClientError),
     #[error("kubernetes: {0}")]
     Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Objects(#[from] crate::objects::ObjectsError),
     #[error("{what}: {source}")]
     Io {
         what: String,

@@ -9,7 +9,8 @@ use fakecloud::model::{Actor, AuditEntry, AuditQuery};
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use serde_json::json;
 
-use super::objects::Objects;
+use crate::objects::Objects;
+
 use super::{DemoError, DemoOptions, Progress, ProviderProcess};
 use crate::TestCluster;
 
@@ -18,6 +19,8 @@ pub const NAMESPACE: &str = "crossplane-system";
 /// The credentials Secret of the `default` ProviderConfig.
 pub const CREDENTIALS_SECRET: &str = "default-credentials";
 /// How long the provider may take to answer `/readyz`.
+/// The field manager the demo applies with, as a user's kubectl would.
+const DEMO_MANAGER: &str = "demo-user";
 const PROVIDER_READY: Duration = Duration::from_secs(30);
 
 /// The demo's own folder: its log, the provider's log and fakecloud's
@@ -88,7 +91,7 @@ impl System {
         let cloud = CloudClient::new(cloud_server.base_url(), cloud_server.api_key());
         let admin = AdminClient::new(cloud_server.base_url(), cloud_server.admin_token());
         let mut system = Self {
-            objects: Objects::new(cluster.client()),
+            objects: Objects::new(cluster.client(), DEMO_MANAGER),
             cluster,
             cloud,
             admin,

@@ -497,27 +497,33 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), json!(v)))
             .collect();
-        let patch = json!({ "metadata": { "annotations": map } });
-        self.mr = self
-            .api()
-            .patch(
-                &self.mr.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await
-            .map_err(|source| ReconcileError::Kube {
-                action: "write annotations",
-                source,
-            })?;
-        self.ctx.metrics.kube_write(&self.kind, "metadata");
-        Ok(())
+        self.merge_patch(
+            json!({ "metadata": { "annotations": map } }),
+            "write annotations",
+            "metadata",
+        )
+        .await
     }
 
     /// Merge-patches the spec, guarded by the resourceVersion we read, so a
     /// concurrent user edit is never overwritten with stale values.
-    async fn patch_spec(&mut self, mut patch: Value, target: &str) -> Result<(), ReconcileError> {
+    async fn patch_spec(
+        &mut self,
+        mut patch: Value,
+        target: &'static str,
+    ) -> Result<(), ReconcileError> {
         patch["metadata"]["resourceVersion"] = json!(self.mr.resource_version());
+        self.merge_patch(patch, "update spec", target).await
+    }
+
+    /// Applies a JSON merge patch to the object and keeps the result, so
+    /// later steps of this reconcile see the new resourceVersion.
+    async fn merge_patch(
+        &mut self,
+        patch: Value,
+        action: &'static str,
+        target: &'static str,
+    ) -> Result<(), ReconcileError> {
         self.mr = self
             .api()
             .patch(
@@ -526,10 +532,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
                 &Patch::Merge(&patch),
             )
             .await
-            .map_err(|source| ReconcileError::Kube {
-                action: "update spec",
-                source,
-            })?;
+            .map_err(|source| ReconcileError::Kube { action, source })?;
         self.ctx.metrics.kube_write(&self.kind, target);
         Ok(())
     }

@@ -1,29 +1,37 @@
-//! What a user does with kubectl, as calls: apply, get, delete and wait.
-//!
-//! The demo cannot borrow [`crate::world::World`]'s helpers because the
-//! world runs the provider in-process; these are the same few calls over a
-//! plain client.
+//! What a user does with kubectl, as calls: apply, patch, get, delete and
+//! wait. Shared by [`crate::world::World`] (tests, provider in-process) and
+//! the demo (provider as its own process), which differ only in who runs
+//! the provider.
 
 use std::fmt::Debug;
 use std::time::Duration;
 
 use kube::api::{DeleteParams, Patch, PatchParams};
-use kube::core::ClusterResourceScope;
+use kube::core::{ClusterResourceScope, NamespaceResourceScope};
 use kube::{Api, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::DemoError;
-
-/// The field manager the demo applies with, as a user's kubectl would.
-pub(crate) const MANAGER: &str = "demo-user";
 /// How often waits look again.
 const POLL: Duration = Duration::from_millis(100);
 
-/// A cluster-scoped kind the demo handles (the four managed kinds and the
-/// ProviderConfig).
-pub(crate) trait ClusterKind:
+#[derive(Debug, thiserror::Error)]
+pub enum ObjectsError {
+    #[error("kubernetes: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("manifest without metadata.name: {0}")]
+    Unnamed(String),
+    #[error("timed out after {timeout:?} waiting for {what}; last seen: {last}")]
+    Timeout {
+        what: String,
+        timeout: Duration,
+        last: String,
+    },
+}
+
+/// A cluster-scoped kind (the four managed kinds, the ProviderConfig).
+pub trait ClusterKind:
     Resource<DynamicType = (), Scope = ClusterResourceScope>
     + Clone
     + DeserializeOwned
@@ -41,62 +49,71 @@ impl<K> ClusterKind for K where
 {
 }
 
+/// Object calls over one client, applying as one field manager.
 #[derive(Clone)]
-pub(crate) struct Objects {
+pub struct Objects {
     client: kube::Client,
+    manager: &'static str,
 }
 
 impl Objects {
-    pub(crate) fn new(client: kube::Client) -> Self {
-        Self { client }
+    /// `manager` is the server-side-apply field manager, as a user's
+    /// kubectl has its own.
+    pub fn new(client: kube::Client, manager: &'static str) -> Self {
+        Self { client, manager }
     }
 
-    pub(crate) fn client(&self) -> kube::Client {
+    pub fn client(&self) -> kube::Client {
         self.client.clone()
     }
 
-    /// Server-side apply of a cluster-scoped object.
-    pub(crate) async fn apply<K: ClusterKind>(&self, object: Value) -> Result<K, DemoError> {
-        let name = object["metadata"]["name"]
+    fn name_of(object: &Value) -> Result<String, ObjectsError> {
+        object["metadata"]["name"]
             .as_str()
-            .ok_or_else(|| DemoError::Unexpected(format!("manifest without a name: {object}")))?
-            .to_owned();
+            .map(str::to_owned)
+            .ok_or_else(|| ObjectsError::Unnamed(object.to_string()))
+    }
+
+    /// Server-side apply of a cluster-scoped object.
+    pub async fn apply<K: ClusterKind>(&self, object: Value) -> Result<K, ObjectsError> {
+        let name = Self::name_of(&object)?;
+        let params = PatchParams::apply(self.manager).force();
         Ok(Api::<K>::all(self.client())
-            .patch(
-                &name,
-                &PatchParams::apply(MANAGER).force(),
-                &Patch::Apply(&object),
-            )
+            .patch(&name, &params, &Patch::Apply(&object))
             .await?)
     }
 
-    /// Server-side apply of a namespaced object of type `K`.
-    pub(crate) async fn apply_namespaced<K>(
+    /// Server-side apply of a namespaced object.
+    pub async fn apply_namespaced<K>(
         &self,
         namespace: &str,
         object: Value,
-    ) -> Result<K, DemoError>
+    ) -> Result<K, ObjectsError>
     where
-        K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
             + Clone
             + DeserializeOwned
             + Debug,
     {
-        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        let name = Self::name_of(&object)?;
+        let params = PatchParams::apply(self.manager).force();
         Ok(Api::<K>::namespaced(self.client(), namespace)
-            .patch(
-                name,
-                &PatchParams::apply(MANAGER).force(),
-                &Patch::Apply(&object),
-            )
+            .patch(&name, &params, &Patch::Apply(&object))
             .await?)
     }
 
-    pub(crate) async fn get<K: ClusterKind>(&self, name: &str) -> Result<Option<K>, DemoError> {
+    /// Merge-patches an object, as a user editing it would.
+    pub async fn patch<K: ClusterKind>(&self, name: &str, patch: Value) -> Result<K, ObjectsError> {
+        Ok(Api::<K>::all(self.client())
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?)
+    }
+
+    pub async fn get<K: ClusterKind>(&self, name: &str) -> Result<Option<K>, ObjectsError> {
         Ok(Api::<K>::all(self.client()).get_opt(name).await?)
     }
 
-    pub(crate) async fn delete<K: ClusterKind>(&self, name: &str) -> Result<(), DemoError> {
+    pub async fn delete<K: ClusterKind>(&self, name: &str) -> Result<(), ObjectsError> {
         Api::<K>::all(self.client())
             .delete(name, &DeleteParams::default())
             .await?;
@@ -105,20 +122,20 @@ impl Objects {
 
     /// Polls until `done` holds and returns the object; a timeout carries
     /// the object as last seen, so the failure says why.
-    pub(crate) async fn wait_for<K: ClusterKind>(
+    pub async fn wait_for<K: ClusterKind>(
         &self,
         name: &str,
         what: &str,
         timeout: Duration,
         done: impl Fn(&K) -> bool,
-    ) -> Result<K, DemoError> {
+    ) -> Result<K, ObjectsError> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let object = self.get::<K>(name).await?;
             match object {
                 Some(object) if done(&object) => return Ok(object),
                 _ if tokio::time::Instant::now() >= deadline => {
-                    return Err(DemoError::Timeout {
+                    return Err(ObjectsError::Timeout {
                         what: format!("{} {name}: {what}", K::kind(&())),
                         timeout,
                         last: describe(object.as_ref()),
@@ -130,17 +147,17 @@ impl Objects {
     }
 
     /// Polls until the object no longer exists.
-    pub(crate) async fn wait_gone<K: ClusterKind>(
+    pub async fn wait_gone<K: ClusterKind>(
         &self,
         name: &str,
         timeout: Duration,
-    ) -> Result<(), DemoError> {
+    ) -> Result<(), ObjectsError> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             match self.get::<K>(name).await? {
                 None => return Ok(()),
                 Some(object) if tokio::time::Instant::now() >= deadline => {
-                    return Err(DemoError::Timeout {
+                    return Err(ObjectsError::Timeout {
                         what: format!("{} {name} to be deleted", K::kind(&())),
                         timeout,
                         last: describe(Some(&object)),
@@ -160,6 +177,8 @@ fn describe<K: Serialize>(object: Option<&K>) -> String {
             let json = serde_json::to_value(object).unwrap_or_default();
             json!({
                 "annotations": json.pointer("/metadata/annotations"),
+                "finalizers": json.pointer("/metadata/finalizers"),
+                "spec": json.get("spec"),
                 "status": json.get("status"),
             })
             .to_string()
