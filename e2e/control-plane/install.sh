@@ -56,13 +56,15 @@ if [ -z "$version" ]; then
 fi
 assets="$cache_root/control-plane/kubernetes-${version}"
 
+work="$cache_root/build/kubernetes-${version}"
 if [ -x "$assets/kube-apiserver" ] && [ -x "$assets/kube-controller-manager" ] && [ -x "$assets/etcd" ]; then
+  # A build folder left by an older version of this script is dead weight.
+  rm -rf "$work"
   log "reusing $assets"
   printf '%s\n' "$assets"
   exit 0
 fi
 
-work="$cache_root/build/kubernetes-${version}"
 mkdir -p "$work"
 cd "$work"
 if ! ls kubernetes_*.dsc >/dev/null 2>&1; then
@@ -95,7 +97,7 @@ mkdir -p .go/src/k8s.io
 log "building kube-apiserver and kube-controller-manager (about 4 minutes on 2 cores, once)"
 (
   cd .go/src/k8s.io/kubernetes
-  GOPATH="$PWD/../../.." GO111MODULE=off GOFLAGS=-mod=vendor CGO_ENABLED=0 \
+  GOPATH="$PWD/../../.." GOCACHE="$work/go-cache" GO111MODULE=off GOFLAGS=-mod=vendor CGO_ENABLED=0 \
     make WHAT="cmd/kube-apiserver cmd/kube-controller-manager" >&2
 )
 bin_dir="$(find _output -type d -path '*/bin' | head -n1)"
@@ -107,5 +109,10 @@ cp "$bin_dir/kube-apiserver" "$bin_dir/kube-controller-manager" "$tmp_assets/"
 ln -s "$(command -v etcd)" "$tmp_assets/etcd"
 rm -rf "$assets"
 mv "$tmp_assets" "$assets"
-log "installed into $assets"
+# The unpacked tree, its objects and the Go build cache come to over 2 GB and
+# are never read again once the binaries are cached: free the disk for the
+# cargo build and the tests that follow.
+cd "$cache_root"
+rm -rf "$work"
+log "installed into $assets (build folder removed)"
 printf '%s\n' "$assets"
