@@ -4,7 +4,7 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -22,6 +22,7 @@ use crate::model::{
     Actor, AdminResource, AuditEntry, AuditQuery, FaultRule, FaultRuleSpec, Kind, Problem,
     Throttling, Timing, TimingTable,
 };
+use crate::query::ProblemQuery;
 use crate::service;
 use crate::state::SharedState;
 use crate::store::{self, Location, Row};
@@ -70,7 +71,7 @@ pub struct ResourceQuery {
     responses((status = 200, body = Vec<AdminResource>)))]
 pub async fn list_resources(
     State(state): State<SharedState>,
-    Query(query): Query<ResourceQuery>,
+    ProblemQuery(query): ProblemQuery<ResourceQuery>,
 ) -> Result<Json<Vec<AdminResource>>> {
     let kind_filter = query.kind.as_deref().map(kind).transpose()?;
     let now = now_ms();
@@ -130,7 +131,7 @@ async fn resolve(state: &SharedState, kind: Kind, id: &str, address: &AddressQue
 pub async fn get_resource(
     State(state): State<SharedState>,
     Path((kind_name, id)): Path<(String, String)>,
-    Query(address): Query<AddressQuery>,
+    ProblemQuery(address): ProblemQuery<AddressQuery>,
 ) -> Result<Json<AdminResource>> {
     let kind = kind(&kind_name)?;
     let row = resolve(&state, kind, &id, &address).await?;
@@ -146,7 +147,7 @@ pub async fn get_resource(
 pub async fn patch_resource(
     State(state): State<SharedState>,
     Path((kind_name, id)): Path<(String, String)>,
-    Query(address): Query<AddressQuery>,
+    ProblemQuery(address): ProblemQuery<AddressQuery>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response> {
@@ -273,7 +274,7 @@ pub async fn clear_throttling(State(state): State<SharedState>) -> StatusCode {
     responses((status = 200, body = Vec<AuditEntry>)))]
 pub async fn get_audit(
     State(state): State<SharedState>,
-    Query(filter): Query<AuditQuery>,
+    ProblemQuery(filter): ProblemQuery<AuditQuery>,
 ) -> Result<Json<Vec<AuditEntry>>> {
     state.audit.flush().await;
     Ok(Json(audit::query(&state.db.read, &filter).await?))

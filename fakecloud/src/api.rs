@@ -3,7 +3,7 @@
 
 use axum::Extension;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Uri};
 use axum::response::Response;
 
@@ -20,12 +20,13 @@ use crate::model::{
     Credentials, DatabaseInstance, DatabaseInstancePatch, NodeGroup, NodeGroupPatch, Page, Problem,
     Subnet, SubnetPatch, Vpc, VpcPatch,
 };
+use crate::query::ProblemQuery;
 use crate::service;
 use crate::state::SharedState;
 use crate::store::Location;
 
 type Result<T> = std::result::Result<T, ApiError>;
-type Query_ = Query<Vec<(String, String)>>;
+type Query_ = ProblemQuery<Vec<(String, String)>>;
 
 fn loc<K: ResourceKind>(account: Account, region: &str, cluster: Option<&str>) -> Result<Location> {
     validate::region(region)?;
@@ -65,7 +66,7 @@ pub async fn list_vpcs(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
     Path(region): Path<String>,
-    Query(query): Query_,
+    ProblemQuery(query): Query_,
 ) -> Result<Response> {
     service::list::<VpcKind>(&state, loc::<VpcKind>(account, &region, None)?, query).await
 }
@@ -133,7 +134,7 @@ pub async fn list_subnets(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
     Path(region): Path<String>,
-    Query(query): Query_,
+    ProblemQuery(query): Query_,
 ) -> Result<Response> {
     service::list::<SubnetKind>(&state, loc::<SubnetKind>(account, &region, None)?, query).await
 }
@@ -202,7 +203,7 @@ pub async fn list_node_groups(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
     Path((region, cluster)): Path<(String, String)>,
-    Query(query): Query_,
+    ProblemQuery(query): Query_,
 ) -> Result<Response> {
     let loc = loc::<NodeGroupKind>(account, &region, Some(&cluster))?;
     service::list::<NodeGroupKind>(&state, loc, query).await
@@ -275,7 +276,7 @@ pub async fn list_databases(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
     Path(region): Path<String>,
-    Query(query): Query_,
+    ProblemQuery(query): Query_,
 ) -> Result<Response> {
     service::list::<DatabaseKind>(&state, loc::<DatabaseKind>(account, &region, None)?, query).await
 }

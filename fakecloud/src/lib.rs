@@ -16,6 +16,7 @@ mod kinds;
 mod layers;
 mod metrics;
 mod openapi;
+mod query;
 mod request_id;
 mod server;
 mod service;

@@ -414,3 +414,33 @@ async fn throttling_answers_429_with_retry_after_per_account() {
             .unwrap();
     }
 }
+
+#[tokio::test]
+async fn a_bad_admin_query_is_a_problem_naming_the_parameter() {
+    let cloud = Cloud::start().await;
+    for (path, named) in [
+        ("/admin/audit?colour=red", "colour"),
+        ("/admin/audit?afterSeq=lots", "afterSeq"),
+        ("/admin/resources?region=us-east-1", "region"),
+    ] {
+        let response = cloud
+            .http
+            .get(cloud.url(path))
+            .bearer_auth(ADMIN)
+            .send()
+            .await
+            .unwrap();
+        let body = problem(response, 400, "InvalidParameterValue").await;
+        let detail = body["detail"].as_str().unwrap();
+        assert!(detail.contains(named), "{path}: {detail}");
+    }
+    // A well-formed query still answers.
+    let response = cloud
+        .http
+        .get(cloud.url("/admin/audit?afterSeq=0&mutating=true"))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+}
