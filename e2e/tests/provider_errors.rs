@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use apis::kinds::{Subnet, Vpc};
+use apis::kinds::{DatabaseInstance, Subnet, Vpc};
 use e2e::world::{World, condition, external_name, is_ready};
 use serde_json::json;
 
@@ -138,6 +138,87 @@ async fn an_unsupported_policy_set_is_reported_once_and_nothing_is_called() -> a
         "a user error that no retry can fix is not retried"
     );
     assert!(world.calls("/v1/", mark).await?.is_empty());
+    world.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_subnet_in_use_is_deleted_once_its_database_is_gone() -> anyhow::Result<()> {
+    e2e::init_tracing();
+    let world = World::start().await?;
+    let (vpc, subnet, db) = (
+        e2e::unique_name("net"),
+        e2e::unique_name("data"),
+        e2e::unique_name("orders"),
+    );
+    world
+        .apply::<Vpc>(json!({
+            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
+            "metadata": { "name": vpc },
+            "spec": { "forProvider": { "region": "us-east-1", "cidrBlock": "10.6.0.0/16" } },
+        }))
+        .await?;
+    world
+        .apply::<Subnet>(json!({
+            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "Subnet",
+            "metadata": { "name": subnet },
+            "spec": { "forProvider": {
+                "region": "us-east-1", "vpcIdRef": { "name": vpc },
+                "cidrBlock": "10.6.1.0/24", "availabilityZone": "us-east-1a",
+            } },
+        }))
+        .await?;
+    world
+        .apply::<DatabaseInstance>(json!({
+            "apiVersion": "database.fakecloud.crossplane.io/v1alpha1", "kind": "DatabaseInstance",
+            "metadata": { "name": db },
+            "spec": {
+                "forProvider": {
+                    "region": "us-east-1", "engine": "postgres", "instanceClass": "db.t3.micro",
+                    "allocatedStorage": 20, "masterUsername": "app",
+                    "subnetIdRefs": [{ "name": subnet }],
+                },
+                "writeConnectionSecretToRef": { "namespace": "default", "name": format!("{db}-conn") },
+            },
+        }))
+        .await?;
+    world
+        .wait_for::<DatabaseInstance>(&db, "Ready", WAIT, is_ready)
+        .await?;
+    let subnet_id = external_name(&world.get::<Subnet>(&subnet).await?.expect("subnet"))
+        .expect("subnet external name");
+
+    // The cloud refuses: the database still uses the subnet. The MR keeps
+    // its finalizer and says why.
+    world.delete::<Subnet>(&subnet).await?;
+    let refused = world
+        .wait_for::<Subnet>(&subnet, "Synced=False", WAIT, synced_false)
+        .await?;
+    let message = synced_message(&refused);
+    assert!(message.contains("DependencyViolation"), "{message}");
+    assert!(message.contains(&subnet_id), "{message}");
+    let path = format!("/v1/regions/us-east-1/subnets/{subnet_id}");
+    let mark = world.audit_mark().await?;
+
+    // Once the database is gone, a retry deletes the subnet.
+    world.delete::<DatabaseInstance>(&db).await?;
+    world.wait_gone::<DatabaseInstance>(&db, WAIT).await?;
+    world.wait_gone::<Subnet>(&subnet, WAIT).await?;
+    let deletes: Vec<_> = world
+        .mutating_calls(&path, mark)
+        .await?
+        .into_iter()
+        .filter(|c| c.method == "DELETE")
+        .collect();
+    assert_eq!(
+        deletes.last().map(|c| c.status),
+        Some(204),
+        "the last delete succeeded: {deletes:?}"
+    );
+    assert!(
+        deletes.len() <= 6,
+        "retries backed off instead of storming: {deletes:?}"
+    );
     world.shutdown().await;
     Ok(())
 }

@@ -211,6 +211,29 @@ pub async fn children(
     .await
 }
 
+/// Node groups and database instances of `account` in `region` placed in
+/// subnet `subnet` (their `subnetIds` name it), whatever their state: like a
+/// real cloud, a subnet stays in use until its users are really gone.
+pub async fn subnet_users(
+    conn: &mut SqliteConnection,
+    account: &str,
+    region: &str,
+    subnet: &str,
+) -> Result<Vec<Row>, sqlx::Error> {
+    sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM resources WHERE account = ? AND region = ? AND kind IN (?, ?) \
+         AND EXISTS (SELECT 1 FROM json_each(resources.spec, '$.subnetIds') AS ids WHERE ids.value = ?) \
+         ORDER BY seq"
+    )))
+    .bind(account)
+    .bind(region)
+    .bind(Kind::NodeGroup.as_str())
+    .bind(Kind::DatabaseInstance.as_str())
+    .bind(subnet)
+    .fetch_all(conn)
+    .await
+}
+
 pub struct NewRow<'a> {
     pub loc: &'a Location,
     pub name: &'a str,

@@ -877,3 +877,79 @@ async fn database_goes_through_creating_and_modifying() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn subnets_in_use_by_node_groups_or_databases_cannot_be_deleted() {
+    let cloud = Cloud::start_with_delay(Duration::from_millis(300)).await;
+    for kind in [Kind::Vpc, Kind::Subnet] {
+        cloud.admin.set_timing(kind, Duration::ZERO).await.unwrap();
+    }
+    let vpc = cloud.vpc("10.0.0.0/16").await;
+    let nodes = cloud.subnet(&vpc.id, "10.0.1.0/24").await;
+    let data = cloud.subnet(&vpc.id, "10.0.2.0/24").await;
+    let spare = cloud.subnet(&vpc.id, "10.0.3.0/24").await;
+    cloud
+        .a
+        .create_node_group(REGION, "c1", &node_group("workers", &[&nodes.id]), None)
+        .await
+        .unwrap();
+    let mut orders = database("orders");
+    orders.subnet_ids = Some(vec![data.id.clone()]);
+    cloud
+        .a
+        .create_database_instance(REGION, &orders, None)
+        .await
+        .unwrap();
+
+    for (subnet, user) in [(&nodes, "workers"), (&data, "orders")] {
+        let err = cloud.a.delete_subnet(REGION, &subnet.id).await.unwrap_err();
+        assert_problem(&err, 409, "DependencyViolation", None);
+        assert!(err.to_string().contains(user), "{err}");
+        assert!(
+            cloud.a.get_subnet(REGION, &subnet.id).await.is_ok(),
+            "a refused delete left the subnet"
+        );
+    }
+    // A subnet nothing uses goes at once.
+    cloud.a.delete_subnet(REGION, &spare.id).await.unwrap();
+
+    eventually("group active", || async {
+        cloud
+            .a
+            .get_node_group(REGION, "c1", "workers")
+            .await
+            .is_ok_and(|g| g.resource.status == NodeGroupStatus::Active)
+    })
+    .await;
+    cloud
+        .a
+        .delete_node_group(REGION, "c1", "workers")
+        .await
+        .unwrap();
+    // Still DELETING: the group still holds the subnet.
+    let err = cloud.a.delete_subnet(REGION, &nodes.id).await.unwrap_err();
+    assert_problem(&err, 409, "DependencyViolation", None);
+    eventually("group gone, subnet deletable", || async {
+        cloud.a.delete_subnet(REGION, &nodes.id).await.is_ok()
+    })
+    .await;
+
+    eventually("database available", || async {
+        cloud
+            .a
+            .get_database_instance(REGION, "orders")
+            .await
+            .is_ok_and(|d| d.resource.status == DatabaseStatus::Available)
+    })
+    .await;
+    cloud
+        .a
+        .delete_database_instance(REGION, "orders")
+        .await
+        .unwrap();
+    eventually("database gone, subnet deletable", || async {
+        cloud.a.delete_subnet(REGION, &data.id).await.is_ok()
+    })
+    .await;
+    cloud.a.delete_vpc(REGION, &vpc.id).await.unwrap();
+}
