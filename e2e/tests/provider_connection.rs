@@ -1,6 +1,7 @@
 //! Connection secrets: a DatabaseInstance publishes exactly the keys its MRD
 //! documents, the credentials work against fakecloud, a restart does not
-//! rotate a generated password, and the Secret goes with the MR.
+//! rotate a generated password, a password changed in its referenced Secret
+//! is rotated in the cloud, and the Secret goes with the MR.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -12,7 +13,7 @@ use e2e::world::{NAMESPACE, World, condition, is_ready};
 use fakecloud::model::Credentials;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
-use kube::api::PostParams;
+use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(40);
@@ -134,8 +135,20 @@ async fn connection_secret_has_the_documented_keys_authenticates_and_survives_a_
     Ok(())
 }
 
+/// Sets the `pw` key of the password Secret.
+async fn set_password(secrets: &Api<Secret>, name: &str, password: &str) -> anyhow::Result<()> {
+    secrets
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "stringData": { "pw": password } })),
+        )
+        .await?;
+    Ok(())
+}
+
 #[tokio::test]
-async fn a_password_from_a_secret_reference_is_used_and_published() -> anyhow::Result<()> {
+async fn a_password_from_a_secret_reference_is_used_published_and_rotated() -> anyhow::Result<()> {
     e2e::init_tracing();
     let world = World::start().await?;
     let name = e2e::unique_name("billing");
@@ -157,15 +170,80 @@ async fn a_password_from_a_secret_reference_is_used_and_published() -> anyhow::R
         .await?;
     let published = secrets.get(&format!("{name}-conn")).await?;
     assert_eq!(text(&published, "password"), "s3cret-Passw0rd");
-    let credentials = Credentials {
+    let credentials = |password: &str| Credentials {
         username: "app".into(),
-        password: "s3cret-Passw0rd".into(),
+        password: password.into(),
     };
+    let authenticates = |password: &'static str| {
+        let cloud = world.cloud.clone();
+        let name = name.clone();
+        async move {
+            cloud
+                .authenticate_database_instance("us-east-1", &name, &credentials(password))
+                .await
+        }
+    };
+    assert!(authenticates("s3cret-Passw0rd").await?);
+    let path = format!("/v1/regions/us-east-1/databaseInstances/{name}");
+    let patches = |mark| {
+        let world = &world;
+        let path = path.clone();
+        async move {
+            let calls = world.mutating_calls(&path, mark).await?;
+            anyhow::Ok(
+                calls
+                    .into_iter()
+                    .filter(|c| c.method == "PATCH")
+                    .collect::<Vec<_>>(),
+            )
+        }
+    };
+
+    // A password the cloud refuses: the cause is reported without the
+    // value, and the connection Secret keeps the password that works.
+    let mark = world.audit_mark().await?;
+    set_password(&secrets, &format!("{name}-password"), "not@allowed-here").await?;
+    let refused = world
+        .wait_for::<DatabaseInstance>(&name, "Synced=False", WAIT, |d| {
+            condition(d, "Synced").is_some_and(|(status, ..)| status == "False")
+        })
+        .await?;
+    let (_, _, message) = condition(&refused, "Synced").expect("set");
+    assert!(message.contains("masterPassword"), "{message}");
     assert!(
-        world
-            .cloud
-            .authenticate_database_instance("us-east-1", &name, &credentials)
-            .await?
+        !message.contains("not@allowed-here"),
+        "a secret leaked: {message}"
+    );
+    assert!(patches(mark).await?.iter().all(|c| c.status == 400));
+    let kept = secrets.get(&format!("{name}-conn")).await?;
+    assert_eq!(text(&kept, "password"), "s3cret-Passw0rd");
+    assert!(authenticates("s3cret-Passw0rd").await?);
+
+    // A good one: rotated in the cloud, then published.
+    set_password(&secrets, &format!("{name}-password"), "n3w-Passw0rd-2").await?;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while text(&secrets.get(&format!("{name}-conn")).await?, "password") != "n3w-Passw0rd-2" {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "connection Secret never got the rotated password"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(authenticates("n3w-Passw0rd-2").await?);
+    assert!(!authenticates("s3cret-Passw0rd").await?);
+    world
+        .wait_for::<DatabaseInstance>(&name, "Synced=True", WAIT, |d| {
+            condition(d, "Synced").is_some_and(|(status, ..)| status == "True")
+        })
+        .await?;
+
+    // Rotated once: no update loop afterwards.
+    let settled = world.audit_mark().await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        patches(settled).await?,
+        vec![],
+        "updates after the rotation"
     );
     world.shutdown().await;
     Ok(())

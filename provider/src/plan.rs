@@ -34,7 +34,8 @@ pub enum Step {
     ReportMissing,
     /// Create it from `forProvider` with `initProvider` merged under it.
     Create,
-    /// Call Update with this merge patch: only the drifted forProvider fields.
+    /// Call Update with this merge patch: only the drifted forProvider
+    /// fields, plus write-only fields whose desired value changed.
     Update(Map<String, Value>),
     /// The cloud matches what the policies let us enforce.
     UpToDate,
@@ -44,15 +45,24 @@ pub enum Step {
 ///
 /// `desired` is `forProvider` without its steering fields (region,
 /// references): initProvider never takes part, so fields set only there are
-/// never drift. Drift is ignored unless the policies allow `Update`.
-pub fn live_step(actions: Actions, desired: &Value, observed: &Observed) -> Step {
+/// never drift. `write_only` holds the fields the cloud never returns (a
+/// master password) whose desired value differs from the one last applied,
+/// as the kind judged it. Drift of either sort is ignored unless the
+/// policies allow `Update`.
+pub fn live_step(
+    actions: Actions,
+    desired: &Value,
+    write_only: Map<String, Value>,
+    observed: &Observed,
+) -> Step {
     match observed {
         Observed::Missing if actions.create => Step::Create,
         Observed::Missing => Step::ReportMissing,
         Observed::Exists { .. } if !actions.update => Step::UpToDate,
         Observed::Exists { deleting: true, .. } => Step::UpToDate,
         Observed::Exists { at_provider, .. } => {
-            let patch = drift_patch(desired, at_provider);
+            let mut patch = drift_patch(desired, at_provider);
+            patch.extend(write_only);
             if patch.is_empty() {
                 Step::UpToDate
             } else {
@@ -123,6 +133,11 @@ mod tests {
         }
     }
 
+    /// The step without write-only drift.
+    fn step(actions: Actions, desired: &Value, observed: &Observed) -> Step {
+        live_step(actions, desired, Map::new(), observed)
+    }
+
     fn exists(at_provider: Value) -> Observed {
         Observed::Exists {
             at_provider,
@@ -134,11 +149,11 @@ mod tests {
     fn missing_resource_is_created_only_with_create() {
         let desired = json!({"cidrBlock": "10.0.0.0/16"});
         assert_eq!(
-            live_step(Actions::ALL, &desired, &Observed::Missing),
+            step(Actions::ALL, &desired, &Observed::Missing),
             Step::Create
         );
         assert_eq!(
-            live_step(observe_only(), &desired, &Observed::Missing),
+            step(observe_only(), &desired, &Observed::Missing),
             Step::ReportMissing
         );
         let observe_update = Actions {
@@ -147,7 +162,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            live_step(observe_update, &desired, &Observed::Missing),
+            step(observe_update, &desired, &Observed::Missing),
             Step::ReportMissing
         );
     }
@@ -159,7 +174,7 @@ mod tests {
             json!({"cidrBlock": "10.0.0.0/16", "tags": {"env": "dev"}, "state": "available"}),
         );
         assert_eq!(
-            live_step(Actions::ALL, &desired, &observed),
+            step(Actions::ALL, &desired, &observed),
             Step::Update(
                 json!({"tags": {"env": "prod"}})
                     .as_object()
@@ -167,9 +182,44 @@ mod tests {
                     .clone()
             )
         );
+        assert_eq!(step(observe_only(), &desired, &observed), Step::UpToDate);
+    }
+
+    #[test]
+    fn write_only_drift_updates_only_with_update_and_only_when_not_deleting() {
+        let desired = json!({"engine": "postgres"});
+        let write_only = json!({"masterPassword": "rotated-secret"})
+            .as_object()
+            .unwrap()
+            .clone();
+        let observed = exists(json!({"engine": "postgres", "status": "available"}));
         assert_eq!(
-            live_step(observe_only(), &desired, &observed),
+            live_step(Actions::ALL, &desired, write_only.clone(), &observed),
+            Step::Update(write_only.clone())
+        );
+        // Merged with ordinary drift into one patch.
+        let drifted = exists(json!({"engine": "mysql"}));
+        let mut both = write_only.clone();
+        both.insert("engine".into(), json!("postgres"));
+        assert_eq!(
+            live_step(Actions::ALL, &desired, write_only.clone(), &drifted),
+            Step::Update(both)
+        );
+        assert_eq!(
+            live_step(observe_only(), &desired, write_only.clone(), &observed),
             Step::UpToDate
+        );
+        let going = Observed::Exists {
+            at_provider: json!({"engine": "postgres"}),
+            deleting: true,
+        };
+        assert_eq!(
+            live_step(Actions::ALL, &desired, write_only.clone(), &going),
+            Step::UpToDate
+        );
+        assert_eq!(
+            live_step(Actions::ALL, &desired, write_only, &Observed::Missing),
+            Step::Create
         );
     }
 
@@ -177,7 +227,7 @@ mod tests {
     fn matching_resource_is_up_to_date() {
         let desired = json!({"cidrBlock": "10.0.0.0/16"});
         let observed = exists(json!({"cidrBlock": "10.0.0.0/16", "id": "vpc-1"}));
-        assert_eq!(live_step(Actions::ALL, &desired, &observed), Step::UpToDate);
+        assert_eq!(step(Actions::ALL, &desired, &observed), Step::UpToDate);
     }
 
     #[test]
@@ -187,7 +237,7 @@ mod tests {
             at_provider: json!({"tags": {}}),
             deleting: true,
         };
-        assert_eq!(live_step(Actions::ALL, &desired, &observed), Step::UpToDate);
+        assert_eq!(step(Actions::ALL, &desired, &observed), Step::UpToDate);
     }
 
     #[test]

@@ -48,7 +48,9 @@ pub struct DatabaseInstanceParameters {
     pub master_username: Option<String>,
     /// The Secret key holding the master password. When absent, the
     /// provider generates a password and publishes it as the `password`
-    /// connection detail.
+    /// connection detail. Changing the value in this Secret rotates the
+    /// password, when writeConnectionSecretToRef is set (the provider
+    /// records the applied password there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub master_password_secret_ref: Option<SecretKeySelector>,
     /// Ids of the Subnets the instance is reachable in. Set them directly,

@@ -2,8 +2,15 @@
 //! `metadata.name`). The master password comes from
 //! `masterPasswordSecretRef`, or is generated once and kept in the
 //! connection Secret before the create call, so neither a crash nor a
-//! restart rotates it. The password is write-only in the cloud, so a change
-//! of it is not detected as drift.
+//! restart rotates it.
+//!
+//! The password is write-only in the cloud, so observing cannot show that it
+//! changed. The connection Secret is the provider's record of the password
+//! it last applied: when the referenced Secret's value differs from that
+//! record, the new password is sent as an update (rotation) and recorded
+//! once the cloud accepted it. Until then the connection Secret keeps the
+//! password that still works. Without `writeConnectionSecretToRef` there is
+//! no record, so a rotation is not detected.
 
 use std::collections::BTreeMap;
 
@@ -19,16 +26,23 @@ use crate::runtime::{ManagedKind, Readiness, Session};
 /// free of its forbidden `/ " @`.
 const GENERATED_PASSWORD_LENGTH: usize = 32;
 
-/// The master password, if one is known: the referenced Secret's, else
-/// the one the connection Secret keeps.
-async fn known_password(
+const PASSWORD_KEY: &str = "password";
+
+/// The password the user asks for in `masterPasswordSecretRef`, if any.
+async fn wanted_password(
     db: &DatabaseInstance,
     session: &Session,
 ) -> Result<Option<String>, ExternalError> {
-    if let Some(selector) = &db.spec.for_provider.master_password_secret_ref {
-        return session.secret_value(selector).await.map(Some);
+    match &db.spec.for_provider.master_password_secret_ref {
+        Some(selector) => session.secret_value(selector).await.map(Some),
+        None => Ok(None),
     }
-    Ok(session.connection_data().await.get("password").cloned())
+}
+
+/// The password last applied to the cloud, as the connection Secret records
+/// it (a generated one included).
+async fn applied_password(session: &Session) -> Option<String> {
+    session.connection_data().await.get(PASSWORD_KEY).cloned()
 }
 
 impl ManagedKind for DatabaseInstance {
@@ -53,24 +67,32 @@ impl ManagedKind for DatabaseInstance {
         name: Option<&str>,
         desired: Value,
     ) -> Result<String, ExternalError> {
-        let password = match known_password(self, session).await? {
-            Some(password) => password,
-            None => {
+        let wanted = wanted_password(self, session).await?;
+        let password = match (&wanted, applied_password(session).await) {
+            (Some(wanted), _) => wanted.clone(),
+            // A generated password kept by an earlier, interrupted attempt.
+            (None, Some(kept)) => kept,
+            (None, None) => {
                 let generated =
                     Alphanumeric.sample_string(&mut rand::rng(), GENERATED_PASSWORD_LENGTH);
                 session
-                    .remember_connection_detail("password", &generated)
+                    .remember_connection_detail(PASSWORD_KEY, &generated)
                     .await?;
                 generated
             }
         };
         let mut desired = with_name(desired, "identifier", name)?;
-        desired["masterPassword"] = Value::String(password);
+        desired["masterPassword"] = Value::String(password.clone());
         let body = create_body(desired)?;
         let created = session
             .cloud
             .create_database_instance(&self.spec.for_provider.region, &body, None)
             .await?;
+        if wanted.is_some() && session.keeps_connection_details() {
+            session
+                .remember_connection_detail(PASSWORD_KEY, &password)
+                .await?;
+        }
         Ok(created.resource.identifier)
     }
 
@@ -80,11 +102,38 @@ impl ManagedKind for DatabaseInstance {
         identifier: &str,
         patch: Map<String, Value>,
     ) -> Result<(), ExternalError> {
+        let rotated = patch
+            .get("masterPassword")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         session
             .cloud
             .patch_database_instance(&self.spec.for_provider.region, identifier, &patch, None)
             .await?;
+        if let Some(password) = rotated {
+            // Recorded only now: had the cloud refused it, the connection
+            // Secret would still hold the password that works.
+            session
+                .remember_connection_detail(PASSWORD_KEY, &password)
+                .await?;
+        }
         Ok(())
+    }
+
+    /// A new password in `masterPasswordSecretRef` (see the module doc).
+    async fn write_only_drift(
+        &self,
+        session: &Session,
+    ) -> Result<Map<String, Value>, ExternalError> {
+        let mut drift = Map::new();
+        if let (Some(wanted), Some(applied)) = (
+            wanted_password(self, session).await?,
+            applied_password(session).await,
+        ) && wanted != applied
+        {
+            drift.insert("masterPassword".to_owned(), Value::String(wanted));
+        }
+        Ok(drift)
     }
 
     async fn delete(&self, session: &Session, identifier: &str) -> Result<(), ExternalError> {
@@ -127,8 +176,15 @@ impl ManagedKind for DatabaseInstance {
         if let Some(username) = text("/masterUsername") {
             details.insert("username".to_owned(), username);
         }
-        if let Some(password) = known_password(self, session).await? {
-            details.insert("password".to_owned(), password);
+        // The applied password, not the wanted one: during a rotation the
+        // Secret keeps the password that works until the cloud has the new.
+        // With no record yet (an imported instance), the wanted one.
+        let password = match applied_password(session).await {
+            Some(applied) => Some(applied),
+            None => wanted_password(self, session).await?,
+        };
+        if let Some(password) = password {
+            details.insert(PASSWORD_KEY.to_owned(), password);
         }
         Ok(details)
     }

@@ -66,6 +66,18 @@ pub trait ManagedKind: apis::Managed {
         external_name: &str,
     ) -> impl Future<Output = Result<(), ExternalError>> + Send;
 
+    /// Write-only fields (a master password) whose desired value differs
+    /// from the one the provider last applied. The cloud never returns them,
+    /// so comparing with the observation cannot see a change; the kind
+    /// compares with its own record. Asked only when the policies allow
+    /// `Update` and the resource exists; merged into the update patch.
+    fn write_only_drift(
+        &self,
+        _session: &Session,
+    ) -> impl Future<Output = Result<Map<String, Value>, ExternalError>> + Send {
+        async { Ok(Map::new()) }
+    }
+
     /// Maps the cloud's state onto `Ready`.
     fn readiness(at_provider: &Value) -> Readiness;
 

@@ -21,7 +21,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tracing::{Instrument, field, info, info_span, warn};
 
 use super::backoff::Intent;
@@ -235,7 +235,17 @@ impl<'a, K: ManagedKind> Run<'a, K> {
         self.ensure_finalizer().await?;
 
         let desired = without_keys(&self.spec_json("forProvider"), &non_cloud_fields::<K>());
-        match live_step(actions, &desired, &observed) {
+        let write_only = match &observed {
+            Observed::Exists {
+                deleting: false, ..
+            } if actions.update => self
+                .mr
+                .write_only_drift(&session)
+                .await
+                .map_err(ReconcileError::Observe)?,
+            _ => Map::new(),
+        };
+        match live_step(actions, &desired, write_only, &observed) {
             Step::ReportMissing => Err(ReconcileError::ExternalMissing),
             Step::Create => self.create(&session, external_name.as_deref()).await,
             step => {

@@ -43,6 +43,11 @@ impl Session {
         read_secret_key(&self.kube, selector).await
     }
 
+    /// Whether the resource has a connection Secret to keep details in.
+    pub fn keeps_connection_details(&self) -> bool {
+        self.connection.is_some()
+    }
+
     /// What the connection Secret holds now (empty without one).
     pub async fn connection_data(&self) -> BTreeMap<String, String> {
         self.connection_data.lock().await.clone()
