@@ -17,30 +17,39 @@ fn synced_message<K: serde::Serialize>(object: &K) -> String {
     condition(object, "Synced").map(|c| c.2).unwrap_or_default()
 }
 
+fn vpc_manifest(name: &str, cidr: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
+        "metadata": { "name": name },
+        "spec": { "forProvider": { "region": "us-east-1", "cidrBlock": cidr } },
+    })
+}
+
+/// A Subnet in the VPC MR `vpc`, found through `vpcIdRef`.
+fn subnet_manifest(name: &str, vpc: &str, cidr: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "Subnet",
+        "metadata": { "name": name },
+        "spec": { "forProvider": {
+            "region": "us-east-1", "vpcIdRef": { "name": vpc },
+            "cidrBlock": cidr, "availabilityZone": "us-east-1a",
+        } },
+    })
+}
+
 #[tokio::test]
 async fn a_subnet_outside_its_vpc_is_reported_and_retried_with_backoff() -> anyhow::Result<()> {
     e2e::init_tracing();
     let world = World::start().await?;
     let vpc = e2e::unique_name("net");
     world
-        .apply::<Vpc>(json!({
-            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
-            "metadata": { "name": vpc },
-            "spec": { "forProvider": { "region": "us-east-1", "cidrBlock": "10.5.0.0/16" } },
-        }))
+        .apply::<Vpc>(vpc_manifest(&vpc, "10.5.0.0/16"))
         .await?;
     world.wait_for::<Vpc>(&vpc, "Ready", WAIT, is_ready).await?;
     let mark = world.audit_mark().await?;
     let subnet = e2e::unique_name("outside");
     world
-        .apply::<Subnet>(json!({
-            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "Subnet",
-            "metadata": { "name": subnet },
-            "spec": { "forProvider": {
-                "region": "us-east-1", "vpcIdRef": { "name": vpc },
-                "cidrBlock": "10.99.0.0/24", "availabilityZone": "us-east-1a",
-            } },
-        }))
+        .apply::<Subnet>(subnet_manifest(&subnet, &vpc, "10.99.0.0/24"))
         .await?;
     let failed = world
         .wait_for::<Subnet>(&subnet, "Synced=False", WAIT, synced_false)
@@ -152,21 +161,10 @@ async fn a_subnet_in_use_is_deleted_once_its_database_is_gone() -> anyhow::Resul
         e2e::unique_name("orders"),
     );
     world
-        .apply::<Vpc>(json!({
-            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
-            "metadata": { "name": vpc },
-            "spec": { "forProvider": { "region": "us-east-1", "cidrBlock": "10.6.0.0/16" } },
-        }))
+        .apply::<Vpc>(vpc_manifest(&vpc, "10.6.0.0/16"))
         .await?;
     world
-        .apply::<Subnet>(json!({
-            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "Subnet",
-            "metadata": { "name": subnet },
-            "spec": { "forProvider": {
-                "region": "us-east-1", "vpcIdRef": { "name": vpc },
-                "cidrBlock": "10.6.1.0/24", "availabilityZone": "us-east-1a",
-            } },
-        }))
+        .apply::<Subnet>(subnet_manifest(&subnet, &vpc, "10.6.1.0/24"))
         .await?;
     world
         .apply::<DatabaseInstance>(json!({
