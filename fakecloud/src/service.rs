@@ -7,6 +7,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use sqlx::SqliteConnection;
 
 use crate::clock::now_ms;
 use crate::error::ApiError;
@@ -47,6 +48,24 @@ fn not_found<K: ResourceKind>(loc: &Location, name: &str) -> ApiError {
 }
 
 /// `If-Match`: a list of ETags or `*`; weak prefixes are ignored.
+/// The row a PATCH or DELETE is about to change, inside its write
+/// transaction: a due transition counts as done (writing the row back
+/// stores it), and `If-Match`, when sent, must name its current ETag.
+async fn find_to_change<K: ResourceKind>(
+    conn: &mut SqliteConnection,
+    loc: &Location,
+    name: &str,
+    headers: &HeaderMap,
+    now: i64,
+) -> Result<Row, ApiError> {
+    let row = store::find(conn, loc, name)
+        .await?
+        .and_then(|r| r.settled(now))
+        .ok_or_else(|| not_found::<K>(loc, name))?;
+    check_if_match(headers, &row)?;
+    Ok(row)
+}
+
 fn check_if_match(headers: &HeaderMap, row: &Row) -> Result<(), ApiError> {
     let Some(value) = headers.get(header::IF_MATCH) else {
         return Ok(());
@@ -281,12 +300,7 @@ pub async fn patch<K: ResourceKind>(
     let password = patch.remove("masterPassword");
     let now = now_ms();
     let mut tx = state.db.begin_write().await?;
-    // A due transition counts as done; writing the row back stores it.
-    let mut row = store::find(&mut *tx, &loc, name)
-        .await?
-        .and_then(|r| r.settled(now))
-        .ok_or_else(|| not_found::<K>(&loc, name))?;
-    check_if_match(headers, &row)?;
+    let mut row = find_to_change::<K>(&mut tx, &loc, name, headers, now).await?;
     if Some(row.state.as_str()) == K::STATES.deleting {
         return Err(ApiError::conflict(
             K::BUSY,
@@ -358,12 +372,7 @@ pub async fn delete<K: ResourceKind>(
 ) -> Result<Response, ApiError> {
     let now = now_ms();
     let mut tx = state.db.begin_write().await?;
-    // A due transition counts as done; writing the row back stores it.
-    let mut row = store::find(&mut *tx, &loc, name)
-        .await?
-        .and_then(|r| r.settled(now))
-        .ok_or_else(|| not_found::<K>(&loc, name))?;
-    check_if_match(headers, &row)?;
+    let mut row = find_to_change::<K>(&mut tx, &loc, name, headers, now).await?;
     let Some(deleting) = K::STATES.deleting else {
         K::check_delete(&mut tx, &row).await?;
         store::delete(&mut tx, row.seq).await?;
