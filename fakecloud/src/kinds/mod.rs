@@ -93,6 +93,24 @@ pub fn render_value(kind: Kind, row: &Row) -> Result<Value, ApiError> {
     }
 }
 
+/// Refuses a delete while `dependents` exist (`409 DependencyViolation`),
+/// naming one of them so the caller knows what to delete first.
+pub fn no_dependents(kind: &str, row: &Row, dependents: &[Row]) -> Result<(), ApiError> {
+    match dependents.first() {
+        None => Ok(()),
+        Some(first) => Err(ApiError::conflict(
+            "DependencyViolation",
+            format!(
+                "{kind} {} is used by {} resource(s) (e.g. {} {}); delete them first",
+                row.name,
+                dependents.len(),
+                first.kind,
+                first.name
+            ),
+        )),
+    }
+}
+
 /// Reads a stored spec back; a failure means the database was edited by hand.
 pub fn stored_spec<T: serde::de::DeserializeOwned>(row: &Row) -> Result<T, ApiError> {
     serde_json::from_str(&row.spec).map_err(|e| ApiError::internal("decoding stored spec", e))

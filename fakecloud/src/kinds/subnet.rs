@@ -151,19 +151,7 @@ impl ResourceKind for SubnetKind {
 
     async fn check_delete(conn: &mut SqliteConnection, row: &Row) -> Result<(), ApiError> {
         let users = store::subnet_users(conn, &row.account, &row.region, &row.name).await?;
-        if let Some(first) = users.first() {
-            return Err(ApiError::conflict(
-                "DependencyViolation",
-                format!(
-                    "subnet {} is used by {} resource(s) (e.g. {} {}); delete them first",
-                    row.name,
-                    users.len(),
-                    first.kind,
-                    first.name
-                ),
-            ));
-        }
-        Ok(())
+        super::no_dependents("subnet", row, &users)
     }
 
     fn render(row: &Row) -> Result<Subnet, ApiError> {

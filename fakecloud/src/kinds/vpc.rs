@@ -102,18 +102,7 @@ impl ResourceKind for VpcKind {
 
     async fn check_delete(conn: &mut SqliteConnection, row: &Row) -> Result<(), ApiError> {
         let subnets = store::children(conn, &row.account, Kind::Subnet, &row.name).await?;
-        if let Some(first) = subnets.first() {
-            return Err(ApiError::conflict(
-                "DependencyViolation",
-                format!(
-                    "vpc {} has {} subnet(s) (e.g. {}); delete them first",
-                    row.name,
-                    subnets.len(),
-                    first.name
-                ),
-            ));
-        }
-        Ok(())
+        super::no_dependents("vpc", row, &subnets)
     }
 
     fn render(row: &Row) -> Result<Vpc, ApiError> {
