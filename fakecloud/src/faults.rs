@@ -21,6 +21,8 @@ pub struct Firing {
     pub latency_ms: u64,
     /// `(status, code, retry_after)` when the call must fail.
     pub error: Option<(u16, String, Option<u64>)>,
+    /// Serve the call, then answer with `error` instead of its result.
+    pub after_call: bool,
 }
 
 impl Faults {
@@ -86,6 +88,7 @@ impl Faults {
                     spec.retry_after_secs,
                 )
             }),
+            after_call: spec.after_call,
         })
     }
 }

@@ -82,20 +82,24 @@ pub async fn api_auth(
     }
     let method = request.method().as_str().to_string();
     let path = request.uri().path().to_string();
-    if let Some(firing) = state.faults.check(&method, &path) {
-        if firing.latency_ms > 0 {
-            tokio::time::sleep(Duration::from_millis(firing.latency_ms)).await;
-        }
-        if let Some((status, code, retry_after)) = firing.error {
-            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            let mut error =
-                ApiError::new(status, code, format!("injected fault on {method} {path}"));
-            error.retry_after = retry_after;
-            return with_info(error.into_response(), info);
-        }
-    }
     request.extensions_mut().insert(Account(account));
-    with_info(next.run(request).await, info)
+    let Some(firing) = state.faults.check(&method, &path) else {
+        return with_info(next.run(request).await, info);
+    };
+    if firing.latency_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(firing.latency_ms)).await;
+    }
+    let Some((status, code, retry_after)) = firing.error else {
+        return with_info(next.run(request).await, info);
+    };
+    if firing.after_call {
+        // The call takes effect; only its answer is lost.
+        let _served = next.run(request).await;
+    }
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut error = ApiError::new(status, code, format!("injected fault on {method} {path}"));
+    error.retry_after = retry_after;
+    with_info(error.into_response(), info)
 }
 
 /// `/admin`: the admin bearer token.

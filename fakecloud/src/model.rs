@@ -486,7 +486,9 @@ pub struct TimingTable {
 }
 
 /// A fault rule: calls whose method and path match get `status`/`code`
-/// instead of being served, after `latencyMs`.
+/// instead of being served, after `latencyMs`; with `afterCall`, the call is
+/// served first and only its answer is replaced (a response lost on the way
+/// back, the case idempotency keys exist for).
 #[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FaultRuleSpec {
@@ -513,6 +515,10 @@ pub struct FaultRuleSpec {
     /// `Retry-After` seconds sent with the injected error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_secs: Option<u64>,
+    /// Serve the call (its changes are committed), then answer with the
+    /// injected error instead of its result; default false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub after_call: bool,
 }
 
 #[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq)]

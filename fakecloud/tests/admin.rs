@@ -444,3 +444,52 @@ async fn a_bad_admin_query_is_a_problem_naming_the_parameter() {
         .unwrap();
     assert_eq!(response.status(), 200);
 }
+
+/// `afterCall`: the create takes effect and only its answer is lost, so a
+/// client that sends the same idempotency key again gets the resource the
+/// first call made, not a second one.
+#[tokio::test]
+async fn a_lost_create_response_is_recovered_by_its_idempotency_key() {
+    let cloud = Cloud::start().await;
+    cloud
+        .admin
+        .add_fault(&FaultRuleSpec {
+            method: Some("POST".into()),
+            path_prefix: "/v1/regions/us-east-1/vpcs".into(),
+            status: Some(502),
+            times: Some(1),
+            after_call: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let body = CreateVpc {
+        cidr_block: "10.0.0.0/16".into(),
+        ..Default::default()
+    };
+    // `cloud.a` does not retry: the client sees the lost answer itself.
+    let once = &cloud.a;
+    let err = once
+        .create_vpc(REGION, &body, Some("mr-uid-1"))
+        .await
+        .unwrap_err();
+    assert_problem(&err, 502, "InjectedFault", None);
+    let stored = cloud.admin.resources(Some(Kind::Vpc), None).await.unwrap();
+    assert_eq!(stored.len(), 1, "the call took effect: {stored:?}");
+
+    let again = once
+        .create_vpc(REGION, &body, Some("mr-uid-1"))
+        .await
+        .unwrap();
+    assert_eq!(again.resource.id, stored[0].id);
+    assert_eq!(
+        cloud
+            .admin
+            .resources(Some(Kind::Vpc), None)
+            .await
+            .unwrap()
+            .len(),
+        1,
+        "the retry made no second VPC"
+    );
+}
