@@ -1,7 +1,7 @@
 //! The reconciler's decisions, apart from I/O: given what the managed
 //! resource asks for and what the cloud reported, what happens next.
 //!
-//! The shell in [`crate::reconciler`] gathers the facts, calls these
+//! The shell in [`crate::runtime`] gathers the facts, calls these
 //! functions and carries out the answer; everything here is unit-tested
 //! without a cluster or a cloud.
 
@@ -108,8 +108,11 @@ pub struct CreateMarks {
 impl CreateMarks {
     /// A create was started and its outcome never recorded: the provider may
     /// have died after the cloud created the resource but before the
-    /// external name was saved. Creating again could leak a duplicate, so,
-    /// like crossplane-runtime, we stop and ask a human.
+    /// external name was saved. crossplane-runtime stops here and asks a
+    /// human; we retry the create with the same idempotency key instead
+    /// ([`idempotency_key`]), which makes the cloud answer with what the
+    /// interrupted attempt made. An observed resource settles it too
+    /// ([`CreateMarks::settled_by`]).
     pub fn incomplete(&self) -> bool {
         match self.pending {
             None => false,
@@ -118,6 +121,61 @@ impl CreateMarks {
                     && self.failed.is_none_or(|t| t < pending)
             }
         }
+    }
+
+    /// Whether this observation answers an incomplete create: the resource
+    /// exists under the external name set before the create (a kind named
+    /// by `metadata.name`), so the create happened and only its record is
+    /// missing.
+    pub fn settled_by(&self, observed: &Observed) -> bool {
+        self.incomplete() && matches!(observed, Observed::Exists { .. })
+    }
+}
+
+/// The idempotency key of a create of the managed resource `uid` whose
+/// last create was recorded as succeeded at `last_succeeded` (`None` before
+/// the first).
+///
+/// Every attempt of one create (a retry after a lost answer, a replica
+/// racing another, a restart after the cloud accepted the call but before
+/// the external name was written) sends the same key, so the cloud answers
+/// with the one resource the first attempt made. Once a create is recorded
+/// the key changes on purpose: a resource deleted behind the provider's
+/// back is then created anew, not answered with the deleted one. A uid is
+/// never reused, so two managed resources never share a key.
+pub fn idempotency_key(uid: &str, last_succeeded: Option<jiff::Timestamp>) -> String {
+    let generation = last_succeeded.map_or(0, |t| t.as_nanosecond());
+    format!("{uid}.{generation}")
+}
+
+/// What to do with a create's result when the write recording it (external
+/// name + `external-create-succeeded`) found a newer copy of the object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordCreated {
+    /// Nothing recorded it yet: write it on the newer copy.
+    Write,
+    /// Another writer (a racing replica whose create got the same answer
+    /// through the idempotency key) already recorded this resource.
+    AlreadyRecorded,
+    /// The object now names another external resource (set by hand while
+    /// the create ran): leave the user's choice alone and say so.
+    Superseded { recorded: String },
+}
+
+/// Decides [`RecordCreated`] from the newer copy's external name and marks.
+pub fn record_created(
+    created: &str,
+    current_name: Option<&str>,
+    current: CreateMarks,
+) -> RecordCreated {
+    match current_name {
+        Some(name) if name == created && current.succeeded.is_some() && !current.incomplete() => {
+            RecordCreated::AlreadyRecorded
+        }
+        Some(name) if name != created && !current.incomplete() => RecordCreated::Superseded {
+            recorded: name.to_owned(),
+        },
+        _ => RecordCreated::Write,
     }
 }
 
@@ -289,6 +347,82 @@ mod tests {
                 failed: None
             }
             .incomplete()
+        );
+    }
+
+    fn at(s: i64) -> Option<jiff::Timestamp> {
+        Some(jiff::Timestamp::from_second(s).unwrap())
+    }
+
+    #[test]
+    fn retries_of_one_create_share_a_key_and_the_next_create_gets_a_new_one() {
+        let uid = "6f1d0c2e-2a55-4b8e-9d1e-0c4b3a2f1e00";
+        let first = idempotency_key(uid, None);
+        // A retry, a racing replica, a restart: the same inputs, the same key.
+        assert_eq!(first, idempotency_key(uid, None));
+        // Once a create is recorded, a re-create (the resource was deleted
+        // behind the provider's back) must not be answered with the old one.
+        let second = idempotency_key(uid, at(100));
+        assert_ne!(first, second);
+        assert_eq!(second, idempotency_key(uid, at(100)));
+        assert_ne!(second, idempotency_key(uid, at(101)));
+        // Another managed resource never shares a key.
+        assert_ne!(first, idempotency_key("another-uid", None));
+        // fakecloud accepts 1-255 visible ASCII characters.
+        assert!(second.len() <= 255 && second.bytes().all(|b| b.is_ascii_graphic()));
+    }
+
+    #[test]
+    fn an_observed_resource_settles_an_incomplete_create() {
+        let incomplete = CreateMarks {
+            pending: at(10),
+            ..Default::default()
+        };
+        assert!(incomplete.settled_by(&exists(json!({}))));
+        assert!(!incomplete.settled_by(&Observed::Missing));
+        let complete = CreateMarks {
+            pending: at(10),
+            succeeded: at(11),
+            failed: None,
+        };
+        assert!(!complete.settled_by(&exists(json!({}))));
+    }
+
+    #[test]
+    fn a_create_result_is_recorded_unless_already_recorded_or_superseded() {
+        let ours = CreateMarks {
+            pending: at(10),
+            ..Default::default()
+        };
+        // The newer copy is still our incomplete create: write the result.
+        assert_eq!(record_created("vpc-1", None, ours), RecordCreated::Write);
+        // An older create's name (that resource was deleted outside) is
+        // replaced by the new one while our create is incomplete.
+        let older = CreateMarks {
+            pending: at(10),
+            succeeded: at(5),
+            failed: None,
+        };
+        assert_eq!(
+            record_created("vpc-2", Some("vpc-1"), older),
+            RecordCreated::Write
+        );
+        // A racing replica got the same answer and recorded it first.
+        let recorded = CreateMarks {
+            pending: at(10),
+            succeeded: at(12),
+            failed: None,
+        };
+        assert_eq!(
+            record_created("vpc-1", Some("vpc-1"), recorded),
+            RecordCreated::AlreadyRecorded
+        );
+        // Someone recorded another resource after our create began.
+        assert_eq!(
+            record_created("vpc-1", Some("vpc-9"), recorded),
+            RecordCreated::Superseded {
+                recorded: "vpc-9".into()
+            }
         );
     }
 }

@@ -66,6 +66,7 @@ impl ManagedKind for DatabaseInstance {
         session: &Session,
         name: Option<&str>,
         desired: Value,
+        idempotency_key: &str,
     ) -> Result<String, ExternalError> {
         let wanted = wanted_password(self, session).await?;
         let password = match (&wanted, applied_password(session).await) {
@@ -86,7 +87,7 @@ impl ManagedKind for DatabaseInstance {
         let body = create_body(desired)?;
         let created = session
             .cloud
-            .create_database_instance(&self.spec.for_provider.region, &body, None)
+            .create_database_instance(&self.spec.for_provider.region, &body, Some(idempotency_key))
             .await?;
         if wanted.is_some() && session.keeps_connection_details() {
             session

@@ -27,12 +27,13 @@ impl ManagedKind for NodeGroup {
         session: &Session,
         name: Option<&str>,
         desired: Value,
+        idempotency_key: &str,
     ) -> Result<String, ExternalError> {
         let p = &self.spec.for_provider;
         let body = create_body(with_name(desired, "name", name)?)?;
         let created = session
             .cloud
-            .create_node_group(&p.region, &p.cluster_name, &body, None)
+            .create_node_group(&p.region, &p.cluster_name, &body, Some(idempotency_key))
             .await?;
         Ok(created.resource.name)
     }

@@ -25,11 +25,12 @@ impl ManagedKind for Subnet {
         session: &Session,
         _: Option<&str>,
         desired: Value,
+        idempotency_key: &str,
     ) -> Result<String, ExternalError> {
         let body = create_body(desired)?;
         let created = session
             .cloud
-            .create_subnet(&self.spec.for_provider.region, &body, None)
+            .create_subnet(&self.spec.for_provider.region, &body, Some(idempotency_key))
             .await?;
         Ok(created.resource.id)
     }

@@ -24,11 +24,12 @@ impl ManagedKind for Vpc {
         session: &Session,
         _: Option<&str>,
         desired: Value,
+        idempotency_key: &str,
     ) -> Result<String, ExternalError> {
         let body = create_body(desired)?;
         let created = session
             .cloud
-            .create_vpc(&self.spec.for_provider.region, &body, None)
+            .create_vpc(&self.spec.for_provider.region, &body, Some(idempotency_key))
             .await?;
         Ok(created.resource.id)
     }

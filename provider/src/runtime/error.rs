@@ -29,6 +29,16 @@ pub enum ExternalError {
     Connection(#[from] ConnectionError),
 }
 
+impl ExternalError {
+    /// The cloud's machine-readable problem code, when the cloud answered.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            ExternalError::Cloud(error) => error.code(),
+            _ => None,
+        }
+    }
+}
+
 /// Resolving a `*Ref` or `*Selector` failed.
 #[derive(Debug, Error)]
 pub enum ReferenceError {
@@ -119,10 +129,16 @@ pub enum ReconcileError {
         "external resource does not exist, and managementPolicies do not allow Create: check the crossplane.io/external-name annotation"
     )]
     ExternalMissing,
+    /// The one case the idempotency key cannot settle: the cloud holds a
+    /// create under this key made from another request body.
     #[error(
-        "cannot determine creation result: remove the crossplane.io/external-create-pending annotation if it is safe to proceed"
+        "cannot determine creation result: fakecloud already accepted a create for this resource from a different request (Idempotency-Key {key}); the spec changed while that create's outcome was unknown. Restore the earlier spec, or set crossplane.io/external-name to the resource that create made"
     )]
-    CreateIncomplete,
+    CreateIncomplete { key: String },
+    #[error(
+        "created external resource {created:?}, but the managed resource now names {recorded}: {created:?} is not managed by it; delete it in the cloud if it is not wanted"
+    )]
+    CreateSuperseded { created: String, recorded: String },
     #[error("cannot {action}: {source}")]
     Kube {
         action: &'static str,

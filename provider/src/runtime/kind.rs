@@ -44,12 +44,16 @@ pub trait ManagedKind: apis::Managed {
 
     /// Creates the external resource from `desired` (forProvider with
     /// initProvider merged under it, steering fields removed) and returns
-    /// its external name.
+    /// its external name. `idempotency_key` goes with the create call: every
+    /// retry of one create sends the same key, so the cloud answers a repeat
+    /// with the resource the first attempt made (see
+    /// [`crate::plan::idempotency_key`]).
     fn create(
         &self,
         session: &Session,
         external_name: Option<&str>,
         desired: Value,
+        idempotency_key: &str,
     ) -> impl Future<Output = Result<String, ExternalError>> + Send;
 
     /// Applies `patch`, the drifted `forProvider` fields only.

@@ -32,7 +32,10 @@ use super::references::Resolver;
 use super::session::Session;
 use super::{Context, EventType, FIELD_MANAGER};
 use crate::fields::{late_initialize, merge_init_under, without_keys};
-use crate::plan::{CreateMarks, DeleteStep, Observed, Step, delete_step, live_step};
+use crate::plan::{
+    self, CreateMarks, DeleteStep, Observed, RecordCreated, Step, delete_step, idempotency_key,
+    live_step,
+};
 use crate::policy::{self, Mode, orphans_on_delete};
 
 /// The status as JSON-backed generic data, so one code path serves all kinds.
@@ -204,21 +207,27 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             external_name = Some(name);
         }
 
-        if self.create_marks().incomplete() {
-            return Err(ReconcileError::CreateIncomplete);
-        }
-
         let resolver = Resolver::new(self.ctx.kube.clone(), self.controller_ref());
         if let Some(for_provider) = resolver
             .resolve(&self.spec_json("forProvider"), K::REFERENCES)
             .await?
         {
-            self.patch_spec(json!({ "spec": { "forProvider": for_provider } }), "spec")
-                .await?;
+            self.patch_spec(
+                json!({ "spec": { "forProvider": for_provider } }),
+                "update spec",
+                "spec",
+            )
+            .await?;
         }
 
         let session = self.connect().await?;
         let observed = self.observe(&session, external_name.as_deref()).await?;
+        if self.create_marks().settled_by(&observed) {
+            // The interrupted create made the resource we just saw.
+            info!("external resource of an unrecorded create found; recording it");
+            self.annotate_guarded(&[(EXTERNAL_CREATE_SUCCEEDED_ANNOTATION, Some(now()))])
+                .await?;
+        }
 
         if let Observed::Exists { at_provider, .. } = &observed {
             self.status.at_provider = Some(at_provider.clone());
@@ -333,7 +342,15 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             &self.spec_json("initProvider"),
         );
         let desired = without_keys(&merged, &non_cloud_fields::<K>());
-        self.annotate(&[(EXTERNAL_CREATE_PENDING_ANNOTATION, Some(now()))])
+        let key = idempotency_key(
+            &self.mr.uid().unwrap_or_default(),
+            self.create_marks().succeeded,
+        );
+        // Guarded by the resourceVersion this reconcile read: if another
+        // replica, or our own earlier reconcile, wrote since, our copy may
+        // lack an external name that already exists, so we create nothing
+        // and look again (a 409, handled quietly by `reconcile`).
+        self.annotate_guarded(&[(EXTERNAL_CREATE_PENDING_ANNOTATION, Some(now()))])
             .await?;
         info!("creating external resource");
         match self
@@ -341,17 +358,13 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             .call(
                 &self.kind,
                 "create",
-                self.mr.create(session, external_name, desired),
+                self.mr.create(session, external_name, desired, &key),
             )
             .await
         {
             Ok(name) => {
                 tracing::Span::current().record("external_name", name.as_str());
-                self.annotate(&[
-                    (EXTERNAL_NAME_ANNOTATION, Some(name)),
-                    (EXTERNAL_CREATE_SUCCEEDED_ANNOTATION, Some(now())),
-                ])
-                .await?;
+                self.record_created(&name).await?;
                 self.event(
                     EventType::Normal,
                     "CreatedExternalResource",
@@ -365,9 +378,64 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             Err(error) => {
                 self.annotate(&[(EXTERNAL_CREATE_FAILED_ANNOTATION, Some(now()))])
                     .await?;
+                if error.code() == Some(IDEMPOTENT_PARAMETER_MISMATCH) {
+                    return Err(ReconcileError::CreateIncomplete { key });
+                }
                 Err(ReconcileError::Create(error))
             }
         }
+    }
+
+    /// Records a create's result: the external name and
+    /// `external-create-succeeded`, in one write guarded by the
+    /// resourceVersion. On a conflict it reads the object again and retries,
+    /// as crossplane-runtime does, unless the newer copy already records
+    /// this result. Should every attempt fail, the create stays incomplete
+    /// and the next reconcile repeats it with the same idempotency key,
+    /// which returns this same resource: the result is never lost.
+    async fn record_created(&mut self, name: &str) -> Result<(), ReconcileError> {
+        let uid = self.mr.uid();
+        for attempt in 1..=RECORD_ATTEMPTS {
+            let written = self
+                .annotate_guarded(&[
+                    (EXTERNAL_NAME_ANNOTATION, Some(name.to_owned())),
+                    (EXTERNAL_CREATE_SUCCEEDED_ANNOTATION, Some(now())),
+                ])
+                .await;
+            match written {
+                Err(error) if error.is_conflict() && attempt < RECORD_ATTEMPTS => {}
+                other => return other,
+            }
+            self.mr = self
+                .api()
+                .get(&self.mr.name_any())
+                .await
+                .map_err(|source| ReconcileError::Kube {
+                    action: "read the resource again to record its external name",
+                    source,
+                })?;
+            if self.mr.uid() != uid {
+                return Err(ReconcileError::CreateSuperseded {
+                    created: name.to_owned(),
+                    recorded: "a new object of the same name".to_owned(),
+                });
+            }
+            match plan::record_created(
+                name,
+                self.annotation(EXTERNAL_NAME_ANNOTATION).as_deref(),
+                self.create_marks(),
+            ) {
+                RecordCreated::Write => continue,
+                RecordCreated::AlreadyRecorded => return Ok(()),
+                RecordCreated::Superseded { recorded } => {
+                    return Err(ReconcileError::CreateSuperseded {
+                        created: name.to_owned(),
+                        recorded,
+                    });
+                }
+            }
+        }
+        unreachable!("the last attempt returns")
     }
 
     /// Fills unset `forProvider` fields from the observation. The candidate
@@ -388,8 +456,12 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             .unwrap_or(Value::Null);
         if filtered != current {
             info!("late-initialising forProvider");
-            self.patch_spec(json!({ "spec": { "forProvider": filtered } }), "spec")
-                .await?;
+            self.patch_spec(
+                json!({ "spec": { "forProvider": filtered } }),
+                "update spec",
+                "spec",
+            )
+            .await?;
         }
         Ok(())
     }
@@ -515,15 +587,35 @@ impl<'a, K: ManagedKind> Run<'a, K> {
         .await
     }
 
+    /// Sets annotations only if the object is still at the resourceVersion
+    /// this reconcile holds: a 409 means someone wrote since, and a decision
+    /// made from our copy may be stale.
+    async fn annotate_guarded(
+        &mut self,
+        annotations: &[(&str, Option<String>)],
+    ) -> Result<(), ReconcileError> {
+        let map: serde_json::Map<String, Value> = annotations
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), json!(v)))
+            .collect();
+        self.patch_spec(
+            json!({ "metadata": { "annotations": map } }),
+            "write annotations",
+            "metadata",
+        )
+        .await
+    }
+
     /// Merge-patches the spec, guarded by the resourceVersion we read, so a
     /// concurrent user edit is never overwritten with stale values.
     async fn patch_spec(
         &mut self,
         mut patch: Value,
+        action: &'static str,
         target: &'static str,
     ) -> Result<(), ReconcileError> {
         patch["metadata"]["resourceVersion"] = json!(self.mr.resource_version());
-        self.merge_patch(patch, "update spec", target).await
+        self.merge_patch(patch, action, target).await
     }
 
     /// Applies a JSON merge patch to the object and keeps the result, so
@@ -560,6 +652,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
         finalizers.push(MANAGED_RESOURCE_FINALIZER.to_owned());
         self.patch_spec(
             json!({ "metadata": { "finalizers": finalizers } }),
+            "update finalizers",
             "metadata",
         )
         .await
@@ -584,6 +677,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             .collect();
         self.patch_spec(
             json!({ "metadata": { "finalizers": finalizers } }),
+            "update finalizers",
             "metadata",
         )
         .await
@@ -638,6 +732,13 @@ fn intent_of<K: ManagedKind>(mr: &K) -> Intent {
         deleting: mr.meta().deletion_timestamp.is_some(),
     }
 }
+
+/// Attempts at recording a create's result before leaving it to the next
+/// reconcile (client-go's `retry.DefaultRetry` makes five too).
+const RECORD_ATTEMPTS: u32 = 5;
+
+/// fakecloud's answer to an idempotency key sent again with another body.
+const IDEMPOTENT_PARAMETER_MISMATCH: &str = "IdempotentParameterMismatch";
 
 /// How soon a reconcile that hit a resourceVersion conflict runs again.
 const CONFLICT_RETRY: Duration = Duration::from_millis(200);
