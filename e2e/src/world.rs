@@ -217,6 +217,26 @@ impl World {
         }
     }
 
+    /// Another provider instance against the same cluster and cloud, as a
+    /// second replica of a Deployment without leader election (or the old
+    /// and new pods of a rolling update) would run: its own kube client,
+    /// informer caches, controllers, backoff and metrics.
+    pub async fn start_replica(&self) -> Result<Replica, WorldError> {
+        let kube = crate::kubeconfig::client_from_file(self.cluster.kubeconfig()).await?;
+        let mut args = vec![
+            "provider".to_owned(),
+            "--metrics-addr=127.0.0.1:0".to_owned(),
+            "--health-addr=127.0.0.1:0".to_owned(),
+        ];
+        args.extend(self.options.provider_args.iter().cloned());
+        let config = <provider::config::Config as clap::Parser>::try_parse_from(args)?;
+        let token = CancellationToken::new();
+        let task = tokio::spawn(provider::run(config, kube, Metrics::new(), token.clone()));
+        Ok(Replica {
+            running: RunningProvider { token, task },
+        })
+    }
+
     /// Server-side applies a cluster-scoped object as the test's user.
     pub async fn apply<K: ClusterKind>(&self, object: Value) -> Result<K, WorldError> {
         Ok(self.objects.apply(object).await?)
@@ -310,6 +330,26 @@ impl Drop for World {
             running.token.cancel();
             running.task.abort();
         }
+    }
+}
+
+/// A provider replica started by [`World::start_replica`].
+pub struct Replica {
+    running: RunningProvider,
+}
+
+impl Replica {
+    /// Kills it as SIGKILL would: every future of it is dropped where it
+    /// stands, HTTP calls in flight included (a create the cloud may have
+    /// accepted whose answer nobody reads), with no graceful shutdown.
+    pub fn kill(self) {
+        self.running.task.abort();
+    }
+
+    /// Stops it gracefully and waits until it has.
+    pub async fn stop(self) {
+        self.running.token.cancel();
+        let _ = self.running.task.await;
     }
 }
 
