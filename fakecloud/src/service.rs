@@ -47,7 +47,6 @@ fn not_found<K: ResourceKind>(loc: &Location, name: &str) -> ApiError {
     )
 }
 
-/// `If-Match`: a list of ETags or `*`; weak prefixes are ignored.
 /// The row a PATCH or DELETE is about to change, inside its write
 /// transaction: a due transition counts as done (writing the row back
 /// stores it), and `If-Match`, when sent, must name its current ETag.
@@ -66,6 +65,7 @@ async fn find_to_change<K: ResourceKind>(
     Ok(row)
 }
 
+/// `If-Match`: a list of ETags or `*`; weak prefixes are ignored.
 fn check_if_match(headers: &HeaderMap, row: &Row) -> Result<(), ApiError> {
     let Some(value) = headers.get(header::IF_MATCH) else {
         return Ok(());

@@ -215,40 +215,6 @@ fn is_active(crd: &CustomResourceDefinition, version: &str) -> bool {
     established && served
 }
 
-/// When each kind's controller was started, until its first reconcile
-/// records the activation latency (CRD seen Established -> first reconcile
-/// started).
-#[derive(Default)]
-pub struct Activations {
-    started: std::sync::Mutex<HashMap<String, Instant>>,
-}
-
-impl Activations {
-    fn mark(&self, kind: &str, at: Instant) {
-        self.started
-            .lock()
-            .expect("activations lock poisoned")
-            .insert(kind.to_owned(), at);
-    }
-
-    fn forget(&self, kind: &str) {
-        self.started
-            .lock()
-            .expect("activations lock poisoned")
-            .remove(kind);
-    }
-
-    /// Called at the start of every reconcile; returns the latency the first
-    /// time after an activation.
-    pub fn first_reconcile(&self, kind: &str) -> Option<Duration> {
-        let mut started = self.started.lock().expect("activations lock poisoned");
-        if started.is_empty() {
-            return None;
-        }
-        started.remove(kind).map(|at| at.elapsed())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,14 +246,5 @@ mod tests {
         assert!(!is_active(&crd("False", true), "v1alpha1"));
         assert!(!is_active(&crd("True", false), "v1alpha1"));
         assert!(!is_active(&crd("True", true), "v1beta1"));
-    }
-
-    #[test]
-    fn activation_latency_is_recorded_once_per_activation() {
-        let activations = Activations::default();
-        assert_eq!(activations.first_reconcile("VPC"), None);
-        activations.mark("VPC", Instant::now());
-        assert!(activations.first_reconcile("VPC").is_some());
-        assert_eq!(activations.first_reconcile("VPC"), None);
     }
 }

@@ -8,6 +8,7 @@
 //! - [`policy`], [`plan`], [`fields`]: the reconciler's decisions as plain
 //!   functions, unit-tested without a cluster.
 
+pub mod activation;
 pub mod config;
 pub mod fields;
 pub mod gate;

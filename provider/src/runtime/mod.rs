@@ -50,7 +50,7 @@ pub struct Context {
     pub connector: Connector,
     pub recorder: Recorder,
     pub backoff: Backoff,
-    pub activations: crate::gate::Activations,
+    pub activations: crate::activation::Activations,
 }
 
 impl Context {
@@ -62,14 +62,14 @@ impl Context {
     ) -> Self {
         let recorder = Recorder::new(kube.clone());
         Self {
-            connector: Connector::new(kube.clone()),
+            connector: Connector::new(kube.clone(), metrics.clone()),
             kube,
             settings,
             metrics,
             limiter: RateLimiter::new(max_reconcile_rate),
             recorder,
             backoff: Backoff::default(),
-            activations: crate::gate::Activations::default(),
+            activations: crate::activation::Activations::default(),
         }
     }
 
