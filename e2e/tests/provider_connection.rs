@@ -77,6 +77,20 @@ async fn connection_secret_has_the_documented_keys_authenticates_and_survives_a_
         BTreeSet::from(["endpoint", "port", "password", "username"])
     );
     assert_eq!(secret.type_.as_deref(), Some(CONNECTION_SECRET_TYPE));
+    // Every write is counted by what it wrote: the Secret (the generated
+    // password before create, then the details) and the usage record.
+    let writes = "provider_kube_writes_total";
+    let counted = |target| {
+        world
+            .metrics
+            .total_with(writes, &[("kind", "DatabaseInstance"), ("target", target)])
+    };
+    assert!(
+        counted("secret") >= 2.0,
+        "secret writes: {}",
+        counted("secret")
+    );
+    assert_eq!(counted("usage"), 1.0);
     let owner = &secret.metadata.owner_references.as_ref().expect("owned")[0];
     assert_eq!(
         (owner.kind.as_str(), owner.name.as_str(), owner.controller),

@@ -20,7 +20,8 @@ pub struct KindLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReconcileLabels {
     pub kind: String,
-    /// `success`, `error` or `paused`.
+    /// `success`, `error`, `paused`, or `conflict` (the copy was stale: no
+    /// failure, looked at again shortly).
     pub result: String,
 }
 
@@ -176,13 +177,34 @@ impl Metrics {
             .sum()
     }
 
+    /// The sum of a family's samples whose labels include every
+    /// `key="value"` pair of `labels`.
+    pub fn total_with(&self, family: &str, labels: &[(&str, &str)]) -> f64 {
+        self.encode()
+            .lines()
+            .filter(|line| line.starts_with(family) && line[family.len()..].starts_with('{'))
+            .filter(|line| {
+                labels
+                    .iter()
+                    .all(|(k, v)| line.contains(&format!("{k}=\"{v}\"")))
+            })
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+
     pub fn kube_write(&self, kind: &str, target: &str) {
+        self.kube_write_counter(kind, target).inc();
+    }
+
+    /// The counter of one kind's writes to one target, for code that writes
+    /// without knowing its kind (the connection Secret of a session).
+    pub fn kube_write_counter(&self, kind: &str, target: &str) -> Counter {
         self.kube_writes
             .get_or_create(&KubeWriteLabels {
                 kind: kind.to_owned(),
                 target: target.to_owned(),
             })
-            .inc();
+            .clone()
     }
 }
 
@@ -210,5 +232,23 @@ mod tests {
             text.contains(r#"provider_active_controllers{kind="Subnet"} 1"#),
             "{text}"
         );
+    }
+
+    #[test]
+    fn totals_filter_by_labels() {
+        let metrics = Metrics::new();
+        metrics.kube_write("VPC", "status");
+        metrics.kube_write("VPC", "secret");
+        metrics
+            .kube_write_counter("DatabaseInstance", "secret")
+            .inc();
+        let writes = "provider_kube_writes_total";
+        assert_eq!(metrics.total_with(writes, &[("target", "secret")]), 2.0);
+        assert_eq!(
+            metrics.total_with(writes, &[("kind", "VPC"), ("target", "status")]),
+            1.0
+        );
+        assert_eq!(metrics.total_with(writes, &[("target", "usage")]), 0.0);
+        assert_eq!(metrics.total(writes), 3.0);
     }
 }

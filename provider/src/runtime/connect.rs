@@ -16,6 +16,7 @@ use super::FIELD_MANAGER;
 use super::error::ConnectError;
 use super::kind::ManagedKind;
 use super::session::read_secret_key;
+use crate::metrics::Metrics;
 
 /// Builds fakecloud clients for managed resources, reusing one client (and
 /// its connection pool) per endpoint and key.
@@ -25,14 +26,17 @@ pub struct Connector {
     /// Usages already known to exist, by MR uid and ProviderConfig name, so a
     /// steady-state reconcile does not even read them.
     usages: Mutex<HashSet<(String, String)>>,
+    /// Counts usage writes (`kube_writes{target="usage"}`).
+    metrics: Metrics,
 }
 
 impl Connector {
-    pub fn new(kube: kube::Client) -> Self {
+    pub fn new(kube: kube::Client, metrics: Metrics) -> Self {
         Self {
             kube,
             clients: Mutex::new(HashMap::new()),
             usages: Mutex::new(HashSet::new()),
+            metrics,
         }
     }
 
@@ -131,6 +135,7 @@ impl Connector {
             )
             .await
             .map_err(ConnectError::Usage)?;
+            self.metrics.kube_write(kind, "usage");
         }
         self.usages
             .lock()

@@ -236,9 +236,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
                 .connection_details(&session, at_provider)
                 .await
                 .map_err(ReconcileError::ConnectionDetails)?;
-            if session.publish_connection_details(&details).await? {
-                self.ctx.metrics.kube_write(&self.kind, "secret");
-            }
+            session.publish_connection_details(&details).await?;
         }
 
         self.ensure_finalizer().await?;
@@ -486,6 +484,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             self.ctx.kube.clone(),
             connection,
             connection_data,
+            self.ctx.metrics.kube_write_counter(&self.kind, "secret"),
         ))
     }
 

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use apis::common::SecretKeySelector;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
+use prometheus_client::metrics::counter::Counter;
 use tokio::sync::Mutex;
 
 use super::connection::ConnectionSecret;
@@ -18,6 +19,8 @@ pub struct Session {
     connection: Option<ConnectionSecret>,
     /// The connection Secret's data as last read or written.
     connection_data: Mutex<BTreeMap<String, String>>,
+    /// Counts writes of the connection Secret (`kube_writes{target="secret"}`).
+    secret_writes: Counter,
 }
 
 impl Session {
@@ -26,12 +29,14 @@ impl Session {
         kube: kube::Client,
         connection: Option<ConnectionSecret>,
         connection_data: BTreeMap<String, String>,
+        secret_writes: Counter,
     ) -> Self {
         Self {
             cloud,
             kube,
             connection,
             connection_data: Mutex::new(connection_data),
+            secret_writes,
         }
     }
 
@@ -70,24 +75,27 @@ impl Session {
         let mut data = self.connection_data.lock().await;
         let mut desired = data.clone();
         desired.insert(key.to_owned(), value.to_owned());
-        connection.publish(&self.kube, &data, &desired).await?;
+        if connection.publish(&self.kube, &data, &desired).await? {
+            self.secret_writes.inc();
+        }
         *data = desired;
         Ok(())
     }
 
     /// Publishes the full set of connection details, writing only on change.
-    /// Returns whether it wrote.
     pub async fn publish_connection_details(
         &self,
         desired: &BTreeMap<String, String>,
-    ) -> Result<bool, super::error::ConnectionError> {
+    ) -> Result<(), super::error::ConnectionError> {
         let Some(connection) = &self.connection else {
-            return Ok(false);
+            return Ok(());
         };
         let mut data = self.connection_data.lock().await;
-        let wrote = connection.publish(&self.kube, &data, desired).await?;
+        if connection.publish(&self.kube, &data, desired).await? {
+            self.secret_writes.inc();
+        }
         *data = desired.clone();
-        Ok(wrote)
+        Ok(())
     }
 }
 
