@@ -17,13 +17,16 @@ use serde_json::json;
 use tracing::{Instrument, info, info_span, warn};
 
 use crate::gate::Shutdown;
-use crate::runtime::{Context, FIELD_MANAGER};
+use crate::runtime::{CONFLICT_RETRY, Context, FIELD_MANAGER, Intent};
 
 /// How often a ProviderConfig is recounted. Usages come and go with managed
 /// resources, which this controller does not watch (their CRDs may not
 /// exist), so it polls; a deleting ProviderConfig is checked more often.
 const RECOUNT_INTERVAL: Duration = Duration::from_secs(30);
 const DELETING_RECHECK: Duration = Duration::from_secs(2);
+
+/// The kind label of this controller's logs and metrics.
+const KIND: &str = "ProviderConfig";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderConfigError {
@@ -46,15 +49,32 @@ pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
         .await;
 }
 
-fn error_policy(_: Arc<ProviderConfig>, error: &ProviderConfigError, _: Arc<Context>) -> Action {
+/// The same error path as every managed-resource controller: a stale copy
+/// (409) is retried quietly after [`CONFLICT_RETRY`]; any other failure
+/// backs off per object, 1 s doubling to 60 s, until a success resets it.
+fn error_policy(
+    config: Arc<ProviderConfig>,
+    error: &ProviderConfigError,
+    ctx: Arc<Context>,
+) -> Action {
     let ProviderConfigError::Kube { source, .. } = error;
     if matches!(source, kube::Error::Api(status) if status.code == 409) {
-        // A stale informer copy after our own write: retry soon, quietly.
         tracing::debug!(%error, "stale copy; retrying");
-        return Action::requeue(Duration::from_millis(200));
+        ctx.metrics
+            .record_reconcile(KIND, "conflict", Duration::ZERO);
+        return Action::requeue(CONFLICT_RETRY);
     }
     warn!(%error, "ProviderConfig reconcile failed");
-    Action::requeue(Duration::from_secs(5))
+    ctx.metrics.record_reconcile(KIND, "error", Duration::ZERO);
+    let intent = Intent {
+        generation: config.meta().generation,
+        deleting: config.meta().deletion_timestamp.is_some(),
+        ..Intent::default()
+    };
+    Action::requeue(
+        ctx.backoff
+            .failed(&config.uid().unwrap_or_default(), intent),
+    )
 }
 
 async fn reconcile(
@@ -62,7 +82,8 @@ async fn reconcile(
     ctx: Arc<Context>,
 ) -> Result<Action, ProviderConfigError> {
     let name = config.name_any();
-    let span = info_span!("reconcile", kind = "ProviderConfig", name = %name);
+    let span = info_span!("reconcile", kind = KIND, name = %name);
+    let timer = std::time::Instant::now();
     async move {
         let kube_error = |action| {
             let name = name.clone();
@@ -90,7 +111,7 @@ async fn reconcile(
                 .await
                 .map_err(kube_error("write status"))?;
             resource_version = written.resource_version();
-            ctx.metrics.kube_write("ProviderConfig", "status");
+            ctx.metrics.kube_write(KIND, "status");
         }
 
         let has_finalizer = config.finalizers().iter().any(|f| f == PROVIDER_CONFIG_IN_USE_FINALIZER);
@@ -112,8 +133,10 @@ async fn reconcile(
             api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
                 .map_err(kube_error("update finalizers"))?;
-            ctx.metrics.kube_write("ProviderConfig", "metadata");
+            ctx.metrics.kube_write(KIND, "metadata");
         }
+        ctx.backoff.succeeded(&config.uid().unwrap_or_default());
+        ctx.metrics.record_reconcile(KIND, "success", timer.elapsed());
         Ok(Action::requeue(if deleting { DELETING_RECHECK } else { RECOUNT_INTERVAL }))
     }
     .instrument(span)

@@ -20,7 +20,7 @@ use futures::StreamExt;
 use kube::Api;
 use kube::runtime::{Controller, watcher};
 
-pub use backoff::Backoff;
+pub use backoff::{Backoff, Intent};
 pub use connect::Connector;
 pub use events::{EventType, Recorder};
 pub use kind::{ManagedKind, Readiness};
@@ -32,6 +32,10 @@ use error::ExternalError;
 
 /// The field manager of every server-side apply the provider makes.
 pub const FIELD_MANAGER: &str = "fakecloud-provider";
+
+/// How soon a reconcile that met a resourceVersion conflict (its copy was
+/// stale) runs again, in every controller: quietly, without a backoff.
+pub const CONFLICT_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Settings the reconciler reads on every run.
 #[derive(Debug, Clone)]

@@ -30,7 +30,7 @@ use super::error::ReconcileError;
 use super::kind::{ManagedKind, Readiness, non_cloud_fields};
 use super::references::Resolver;
 use super::session::Session;
-use super::{Context, EventType, FIELD_MANAGER};
+use super::{CONFLICT_RETRY, Context, EventType, FIELD_MANAGER};
 use crate::fields::{late_initialize, merge_init_under, without_keys};
 use crate::plan::{
     self, CreateMarks, DeleteStep, Observed, RecordCreated, Step, delete_step, idempotency_key,
@@ -738,9 +738,6 @@ const RECORD_ATTEMPTS: u32 = 5;
 
 /// fakecloud's answer to an idempotency key sent again with another body.
 const IDEMPOTENT_PARAMETER_MISMATCH: &str = "IdempotentParameterMismatch";
-
-/// How soon a reconcile that hit a resourceVersion conflict runs again.
-const CONFLICT_RETRY: Duration = Duration::from_millis(200);
 
 fn now() -> String {
     jiff::Timestamp::now().to_string()
