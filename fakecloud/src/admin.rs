@@ -19,9 +19,10 @@ use crate::kinds::vpc::VpcKind;
 use crate::kinds::{render_value, validate};
 use crate::layers::CallInfo;
 use crate::model::{
-    Actor, AdminResource, AuditEntry, AuditQuery, FaultRule, FaultRuleSpec, Kind, Problem,
+    Actor, AdminResource, AuditEntry, AuditQuery, FaultRule, FaultRuleSpec, Kind,
     Throttling, Timing, TimingTable,
 };
+use crate::openapi::{BadRequest, Conflict, NotFound, PreconditionFailed};
 use crate::query::ProblemQuery;
 use crate::service;
 use crate::state::SharedState;
@@ -51,7 +52,7 @@ fn admin_resource(kind: Kind, row: &Row) -> Result<AdminResource> {
 }
 
 #[utoipa::path(post, path = "/admin/reset", tag = "admin",
-    responses((status = 204, description = "everything deleted, settings back to start-up")))]
+    responses((status = 204, description = "Every resource, idempotency record and audit entry deleted; timing, faults and throttling back to start-up settings.")))]
 pub async fn reset(State(state): State<SharedState>) -> Result<StatusCode> {
     state.audit.flush().await;
     store::reset(&state.db).await?;
@@ -63,12 +64,16 @@ pub async fn reset(State(state): State<SharedState>) -> Result<StatusCode> {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ResourceQuery {
+    #[param(value_type = Option<Kind>)]
     kind: Option<String>,
     account: Option<String>,
 }
 
 #[utoipa::path(get, path = "/admin/resources", tag = "admin", params(ResourceQuery),
-    responses((status = 200, body = Vec<AdminResource>)))]
+    responses(
+        (status = 200, description = "Every resource of every account.", body = Vec<AdminResource>),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound)))]
 pub async fn list_resources(
     State(state): State<SharedState>,
     ProblemQuery(query): ProblemQuery<ResourceQuery>,
@@ -125,9 +130,13 @@ async fn resolve(state: &SharedState, kind: Kind, id: &str, address: &AddressQue
     }
 }
 
-#[utoipa::path(get, path = "/admin/resources/{kind}/{id}", tag = "admin", params(("kind" = String, Path),
-    ("id" = String, Path), AddressQuery),
-    responses((status = 200, body = AdminResource), (status = 404, body = Problem)))]
+#[utoipa::path(get, path = "/admin/resources/{kind}/{id}", tag = "admin",
+    params(("kind" = Kind, Path), ("id" = String, Path), AddressQuery),
+    responses(
+        (status = 200, description = "The resource.", body = AdminResource),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict)))]
 pub async fn get_resource(
     State(state): State<SharedState>,
     Path((kind_name, id)): Path<(String, String)>,
@@ -140,10 +149,17 @@ pub async fn get_resource(
 
 /// An outside actor's change (an autoscaler, another team's tags): the same
 /// merge patch and rules as the owner's PATCH, recorded with actor `external`.
-#[utoipa::path(patch, path = "/admin/resources/{kind}/{id}", tag = "admin", params(("kind" = String, Path),
-    ("id" = String, Path), AddressQuery), request_body = Object,
-    responses((status = 200, description = "the resource as its owner now sees it"),
-        (status = "4XX", body = Problem)))]
+#[utoipa::path(patch, path = "/admin/resources/{kind}/{id}", tag = "admin",
+    params(("kind" = Kind, Path), ("id" = String, Path), AddressQuery,
+        ("If-Match" = Option<String>, Header, description = "ETags (or `*`) the change is conditional on.")),
+    request_body(content = Object, description = "A merge patch, as the owner's `PATCH` of the kind takes."),
+    responses(
+        (status = 200, description = "The resource as its owner now sees it.", body = Object,
+            headers(("ETag" = String, description = "Version of the resource's configuration."))),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
+        (status = 412, response = PreconditionFailed)))]
 pub async fn patch_resource(
     State(state): State<SharedState>,
     Path((kind_name, id)): Path<(String, String)>,
@@ -175,13 +191,17 @@ pub async fn patch_resource(
     Ok(response)
 }
 
-#[utoipa::path(get, path = "/admin/timing", tag = "admin", responses((status = 200, body = TimingTable)))]
+#[utoipa::path(get, path = "/admin/timing", tag = "admin",
+    responses((status = 200, description = "Provisioning delay of every kind.", body = TimingTable)))]
 pub async fn get_timing(State(state): State<SharedState>) -> Json<TimingTable> {
     Json(state.timing_table())
 }
 
-#[utoipa::path(put, path = "/admin/timing/{kind}", tag = "admin", params(("kind" = String, Path)),
-    request_body = Timing, responses((status = 200, body = TimingTable)))]
+#[utoipa::path(put, path = "/admin/timing/{kind}", tag = "admin", params(("kind" = Kind, Path)), request_body = Timing,
+    responses(
+        (status = 200, description = "Provisioning delay of every kind.", body = TimingTable),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound)))]
 pub async fn set_timing(
     State(state): State<SharedState>,
     Path(kind_name): Path<String>,
@@ -193,13 +213,16 @@ pub async fn set_timing(
     Ok(Json(state.timing_table()))
 }
 
-#[utoipa::path(get, path = "/admin/faults", tag = "admin", responses((status = 200, body = Vec<FaultRule>)))]
+#[utoipa::path(get, path = "/admin/faults", tag = "admin",
+    responses((status = 200, description = "The fault rules, oldest first.", body = Vec<FaultRule>)))]
 pub async fn list_faults(State(state): State<SharedState>) -> Json<Vec<FaultRule>> {
     Json(state.faults.list())
 }
 
 #[utoipa::path(post, path = "/admin/faults", tag = "admin", request_body = FaultRuleSpec,
-    responses((status = 201, body = FaultRule), (status = 400, body = Problem)))]
+    responses(
+        (status = 201, description = "The rule, in force at once.", body = FaultRule),
+        (status = 400, response = BadRequest)))]
 pub async fn add_fault(State(state): State<SharedState>, body: Bytes) -> Result<Response> {
     let spec: FaultRuleSpec = validate::parse_body(&body)?;
     if let Some(status) = spec.status
@@ -219,19 +242,24 @@ pub async fn add_fault(State(state): State<SharedState>, body: Bytes) -> Result<
     Ok((StatusCode::CREATED, Json(state.faults.add(spec))).into_response())
 }
 
-#[utoipa::path(delete, path = "/admin/faults", tag = "admin", responses((status = 204)))]
+#[utoipa::path(delete, path = "/admin/faults", tag = "admin",
+    responses((status = 204, description = "Every fault rule removed.")))]
 pub async fn clear_faults(State(state): State<SharedState>) -> StatusCode {
     state.faults.clear();
     StatusCode::NO_CONTENT
 }
 
 #[utoipa::path(delete, path = "/admin/faults/{id}", tag = "admin", params(("id" = u64, Path)),
-    responses((status = 204), (status = 404, body = Problem)))]
+    responses(
+        (status = 204, description = "The rule removed."),
+        (status = 404, response = NotFound)))]
 pub async fn remove_fault(
     State(state): State<SharedState>,
-    Path(id): Path<u64>,
+    Path(id): Path<String>,
 ) -> Result<StatusCode> {
-    if state.faults.remove(id) {
+    // Parsed here so an id that is not a number is, like any unknown id,
+    // a problem+json 404 rather than axum's plain-text rejection.
+    if id.parse().is_ok_and(|id| state.faults.remove(id)) {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found(
@@ -242,13 +270,15 @@ pub async fn remove_fault(
 }
 
 #[utoipa::path(get, path = "/admin/throttling", tag = "admin",
-    responses((status = 200, body = Option<Throttling>)))]
+    responses((status = 200, description = "The token bucket, or `null` when calls are not throttled.", body = Option<Throttling>)))]
 pub async fn get_throttling(State(state): State<SharedState>) -> Json<Option<Throttling>> {
     Json(state.throttle.get())
 }
 
 #[utoipa::path(put, path = "/admin/throttling", tag = "admin", request_body = Throttling,
-    responses((status = 200, body = Throttling), (status = 400, body = Problem)))]
+    responses(
+        (status = 200, description = "The token bucket, now in force.", body = Throttling),
+        (status = 400, response = BadRequest)))]
 pub async fn set_throttling(
     State(state): State<SharedState>,
     body: Bytes,
@@ -264,14 +294,17 @@ pub async fn set_throttling(
     Ok(Json(config))
 }
 
-#[utoipa::path(delete, path = "/admin/throttling", tag = "admin", responses((status = 204)))]
+#[utoipa::path(delete, path = "/admin/throttling", tag = "admin",
+    responses((status = 204, description = "Calls no longer throttled.")))]
 pub async fn clear_throttling(State(state): State<SharedState>) -> StatusCode {
     state.throttle.set(None);
     StatusCode::NO_CONTENT
 }
 
 #[utoipa::path(get, path = "/admin/audit", tag = "admin", params(AuditQuery),
-    responses((status = 200, body = Vec<AuditEntry>)))]
+    responses(
+        (status = 200, description = "Matching calls, oldest first.", body = Vec<AuditEntry>),
+        (status = 400, response = BadRequest)))]
 pub async fn get_audit(
     State(state): State<SharedState>,
     ProblemQuery(filter): ProblemQuery<AuditQuery>,

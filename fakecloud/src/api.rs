@@ -20,8 +20,9 @@ use crate::model::{
     Credentials, DatabaseInstance, DatabaseInstancePatch, NodeGroup, NodeGroupPatch, Page, Problem,
     Subnet, SubnetPatch, Vpc, VpcPatch,
 };
+use crate::openapi::{BadRequest, Conflict, NotFound, PreconditionFailed};
 use crate::query::ProblemQuery;
-use crate::service;
+use crate::service::{self, ListParams};
 use crate::state::SharedState;
 use crate::store::Location;
 
@@ -44,8 +45,18 @@ fn loc<K: ResourceKind>(account: Account, region: &str, cluster: Option<&str>) -
 // ---------------------------------------------------------------- VPC
 
 #[utoipa::path(post, path = "/v1/regions/{region}/vpcs", tag = "vpc", request_body = CreateVpc,
-    params(("region" = String, Path), ("Idempotency-Key" = Option<String>, Header)),
-    responses((status = 201, body = Vpc), (status = "4XX", body = Problem)))]
+    params(("region" = String, Path),
+        ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]([ -~]{0,253}[!-~])?$", description = "The same key with the same request replays the first answer; with another request it is `409 IdempotentParameterMismatch`. Keys are per account.")),
+    responses(
+        (status = 201, description = "Created.", body = Vpc,
+            headers(("ETag" = String, description = "Version of the resource's configuration, for `If-Match`."), ("Location" = String, description = "Path of the new resource."), ("idempotent-replayed" = String, description = "`true` when this answer replays an earlier request's with the same `Idempotency-Key`.")), links(
+            ("GetVpc" = (operation_id = "get_vpc", parameters(("region" = "$request.path.region"), ("id" = "$response.body#/id")))),
+            ("PatchVpc" = (operation_id = "patch_vpc", parameters(("region" = "$request.path.region"), ("id" = "$response.body#/id"), ("header.If-Match" = "$response.header.ETag")))),
+            ("DeleteVpc" = (operation_id = "delete_vpc", parameters(("region" = "$request.path.region"), ("id" = "$response.body#/id"), ("header.If-Match" = "$response.header.ETag")))),
+            ("CreateSubnetInVpc" = (operation_id = "create_subnet", parameters(("region" = "$request.path.region")), request_body = json!({"vpcId": "$response.body#/id", "cidrBlock": "$response.body#/cidrBlock"}))))),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict)))]
 pub async fn create_vpc(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
@@ -58,10 +69,11 @@ pub async fn create_vpc(
     service::create::<VpcKind>(&state, loc, uri.path(), &headers, body).await
 }
 
-#[utoipa::path(get, path = "/v1/regions/{region}/vpcs", tag = "vpc",
-    params(("region" = String, Path), ("pageSize" = Option<i64>, Query), ("pageToken" = Option<String>, Query),
-        ("tag" = Option<String>, Query, description = "key=value or key; repeatable")),
-    responses((status = 200, body = Page<Vpc>), (status = "4XX", body = Problem)))]
+#[utoipa::path(get, path = "/v1/regions/{region}/vpcs", tag = "vpc", params(("region" = String, Path), ListParams),
+    responses(
+        (status = 200, description = "OK.", body = Page<Vpc>),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound)))]
 pub async fn list_vpcs(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
@@ -71,9 +83,11 @@ pub async fn list_vpcs(
     service::list::<VpcKind>(&state, loc::<VpcKind>(account, &region, None)?, query).await
 }
 
-#[utoipa::path(get, path = "/v1/regions/{region}/vpcs/{id}", tag = "vpc",
-    params(("region" = String, Path), ("id" = String, Path)),
-    responses((status = 200, body = Vpc), (status = 404, body = Problem)))]
+#[utoipa::path(get, path = "/v1/regions/{region}/vpcs/{id}", tag = "vpc", params(("region" = String, Path), ("id" = String, Path)),
+    responses(
+        (status = 200, description = "OK.", body = Vpc,
+            headers(("ETag" = String, description = "Version of the resource's configuration, for `If-Match`."))),
+        (status = 404, response = NotFound)))]
 pub async fn get_vpc(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
@@ -83,8 +97,14 @@ pub async fn get_vpc(
 }
 
 #[utoipa::path(patch, path = "/v1/regions/{region}/vpcs/{id}", tag = "vpc", request_body = VpcPatch,
-    params(("region" = String, Path), ("id" = String, Path), ("If-Match" = Option<String>, Header)),
-    responses((status = 200, body = Vpc), (status = "4XX", body = Problem)))]
+    params(("region" = String, Path), ("id" = String, Path),
+        ("If-Match" = Option<String>, Header, description = "ETags (or `*`) the change is conditional on: `412 PreconditionFailed` when none is current.")),
+    responses(
+        (status = 200, description = "OK.", body = Vpc,
+            headers(("ETag" = String, description = "Version of the resource's configuration, for `If-Match`."))),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 412, response = PreconditionFailed)))]
 pub async fn patch_vpc(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
@@ -96,9 +116,13 @@ pub async fn patch_vpc(
     service::patch::<VpcKind>(&state, loc, &id, &headers, &body).await
 }
 
-#[utoipa::path(delete, path = "/v1/regions/{region}/vpcs/{id}", tag = "vpc",
-    params(("region" = String, Path), ("id" = String, Path)),
-    responses((status = 204), (status = 409, body = Problem), (status = 404, body = Problem)))]
+#[utoipa::path(delete, path = "/v1/regions/{region}/vpcs/{id}", tag = "vpc", params(("region" = String, Path), ("id" = String, Path),
+        ("If-Match" = Option<String>, Header, description = "ETags (or `*`) the change is conditional on: `412 PreconditionFailed` when none is current.")),
+    responses(
+        (status = 204, description = "Deleted."),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
+        (status = 412, response = PreconditionFailed)))]
 pub async fn delete_vpc(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
@@ -112,8 +136,20 @@ pub async fn delete_vpc(
 // ---------------------------------------------------------------- Subnet
 
 #[utoipa::path(post, path = "/v1/regions/{region}/subnets", tag = "subnet", request_body = CreateSubnet,
-    params(("region" = String, Path), ("Idempotency-Key" = Option<String>, Header)),
-    responses((status = 201, body = Subnet), (status = "4XX", body = Problem)))]
+    params(("region" = String, Path),
+        ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]([ -~]{0,253}[!-~])?$", description = "The same key with the same request replays the first answer; with another request it is `409 IdempotentParameterMismatch`. Keys are per account.")),
+    responses(
+        (status = 201, description = "Created.", body = Subnet,
+            headers(("ETag" = String, description = "Version of the resource's configuration, for `If-Match`."), ("Location" = String, description = "Path of the new resource."), ("idempotent-replayed" = String, description = "`true` when this answer replays an earlier request's with the same `Idempotency-Key`.")), links(
+            ("GetSubnet" = (operation_id = "get_subnet", parameters(("region" = "$request.path.region"), ("id" = "$response.body#/id")))),
+            ("PatchSubnet" = (operation_id = "patch_subnet", parameters(("region" = "$request.path.region"), ("id" = "$response.body#/id"), ("header.If-Match" = "$response.header.ETag")))),
+            ("DeleteSubnet" = (operation_id = "delete_subnet", parameters(("region" = "$request.path.region"), ("id" = "$response.body#/id"), ("header.If-Match" = "$response.header.ETag")))),
+            ("DeleteParentVpc" = (operation_id = "delete_vpc", parameters(("region" = "$request.path.region"), ("id" = "$response.body#/vpcId")))),
+            ("CreateNodeGroupInSubnet" = (operation_id = "create_node_group", parameters(("region" = "$request.path.region")), request_body = json!({"subnetIds": ["$response.body#/id"]}))),
+            ("CreateDatabaseInSubnet" = (operation_id = "create_database", parameters(("region" = "$request.path.region")), request_body = json!({"subnetIds": ["$response.body#/id"]}))))),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict)))]
 pub async fn create_subnet(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
@@ -126,10 +162,11 @@ pub async fn create_subnet(
     service::create::<SubnetKind>(&state, loc, uri.path(), &headers, body).await
 }
 
-#[utoipa::path(get, path = "/v1/regions/{region}/subnets", tag = "subnet",
-    params(("region" = String, Path), ("pageSize" = Option<i64>, Query), ("pageToken" = Option<String>, Query),
-        ("tag" = Option<String>, Query, description = "key=value or key; repeatable")),
-    responses((status = 200, body = Page<Subnet>), (status = "4XX", body = Problem)))]
+#[utoipa::path(get, path = "/v1/regions/{region}/subnets", tag = "subnet", params(("region" = String, Path), ListParams),
+    responses(
+        (status = 200, description = "OK.", body = Page<Subnet>),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound)))]
 pub async fn list_subnets(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
@@ -139,9 +176,11 @@ pub async fn list_subnets(
     service::list::<SubnetKind>(&state, loc::<SubnetKind>(account, &region, None)?, query).await
 }
 
-#[utoipa::path(get, path = "/v1/regions/{region}/subnets/{id}", tag = "subnet",
-    params(("region" = String, Path), ("id" = String, Path)),
-    responses((status = 200, body = Subnet), (status = 404, body = Problem)))]
+#[utoipa::path(get, path = "/v1/regions/{region}/subnets/{id}", tag = "subnet", params(("region" = String, Path), ("id" = String, Path)),
+    responses(
+        (status = 200, description = "OK.", body = Subnet,
+            headers(("ETag" = String, description = "Version of the resource's configuration, for `If-Match`."))),
+        (status = 404, response = NotFound)))]
 pub async fn get_subnet(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
@@ -151,8 +190,14 @@ pub async fn get_subnet(
 }
 
 #[utoipa::path(patch, path = "/v1/regions/{region}/subnets/{id}", tag = "subnet", request_body = SubnetPatch,
-    params(("region" = String, Path), ("id" = String, Path), ("If-Match" = Option<String>, Header)),
-    responses((status = 200, body = Subnet), (status = "4XX", body = Problem)))]
+    params(("region" = String, Path), ("id" = String, Path),
+        ("If-Match" = Option<String>, Header, description = "ETags (or `*`) the change is conditional on: `412 PreconditionFailed` when none is current.")),
+    responses(
+        (status = 200, description = "OK.", body = Subnet,
+            headers(("ETag" = String, description = "Version of the resource's configuration, for `If-Match`."))),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 412, response = PreconditionFailed)))]
 pub async fn patch_subnet(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
@@ -164,9 +209,13 @@ pub async fn patch_subnet(
     service::patch::<SubnetKind>(&state, loc, &id, &headers, &body).await
 }
 
-#[utoipa::path(delete, path = "/v1/regions/{region}/subnets/{id}", tag = "subnet",
-    params(("region" = String, Path), ("id" = String, Path)),
-    responses((status = 204), (status = 404, body = Problem)))]
+#[utoipa::path(delete, path = "/v1/regions/{region}/subnets/{id}", tag = "subnet", params(("region" = String, Path), ("id" = String, Path),
+        ("If-Match" = Option<String>, Header, description = "ETags (or `*`) the change is conditional on: `412 PreconditionFailed` when none is current.")),
+    responses(
+        (status = 204, description = "Deleted."),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
+        (status = 412, response = PreconditionFailed)))]
 pub async fn delete_subnet(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
@@ -180,9 +229,17 @@ pub async fn delete_subnet(
 // ---------------------------------------------------------------- NodeGroup
 
 #[utoipa::path(post, path = "/v1/regions/{region}/clusters/{cluster}/nodegroups", tag = "nodeGroup",
-    request_body = CreateNodeGroup,
-    params(("region" = String, Path), ("cluster" = String, Path), ("Idempotency-Key" = Option<String>, Header)),
-    responses((status = 201, body = NodeGroup), (status = "4XX", body = Problem)))]
+    request_body = CreateNodeGroup, params(("region" = String, Path), ("cluster" = String, Path),
+        ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]([ -~]{0,253}[!-~])?$", description = "The same key with the same request replays the first answer; with another request it is `409 IdempotentParameterMismatch`. Keys are per account.")),
+    responses(
+        (status = 201, description = "Created.", body = NodeGroup,
+            headers(("ETag" = String, description = "Version of the resource's configuration, for `If-Match`."), ("Location" = String, description = "Path of the new resource."), ("idempotent-replayed" = String, description = "`true` when this answer replays an earlier request's with the same `Idempotency-Key`.")), links(
+            ("GetNodeGroup" = (operation_id = "get_node_group", parameters(("region" = "$request.path.region"), ("cluster" = "$request.path.cluster"), ("name" = "$response.body#/name")))),
+            ("PatchNodeGroup" = (operation_id = "patch_node_group", parameters(("region" = "$request.path.region"), ("cluster" = "$request.path.cluster"), ("name" = "$response.body#/name"), ("header.If-Match" = "$response.header.ETag")))),
+            ("DeleteNodeGroup" = (operation_id = "delete_node_group", parameters(("region" = "$request.path.region"), ("cluster" = "$request.path.cluster"), ("name" = "$response.body#/name"), ("header.If-Match" = "$response.header.ETag")))))),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict)))]
 pub async fn create_node_group(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
@@ -196,9 +253,11 @@ pub async fn create_node_group(
 }
 
 #[utoipa::path(get, path = "/v1/regions/{region}/clusters/{cluster}/nodegroups", tag = "nodeGroup",
-    params(("region" = String, Path), ("cluster" = String, Path), ("pageSize" = Option<i64>, Query),
-        ("pageToken" = Option<String>, Query), ("tag" = Option<String>, Query)),
-    responses((status = 200, body = Page<NodeGroup>), (status = "4XX", body = Problem)))]
+    params(("region" = String, Path), ("cluster" = String, Path), ListParams),
+    responses(
+        (status = 200, description = "OK.", body = Page<NodeGroup>),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound)))]
 pub async fn list_node_groups(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
@@ -211,7 +270,11 @@ pub async fn list_node_groups(
 
 #[utoipa::path(get, path = "/v1/regions/{region}/clusters/{cluster}/nodegroups/{name}", tag = "nodeGroup",
     params(("region" = String, Path), ("cluster" = String, Path), ("name" = String, Path)),
-    responses((status = 200, body = NodeGroup), (status = 404, body = Problem)))]
+    responses(
+        (status = 200, description = "OK.", body = NodeGroup,
+            headers(("ETag" = String, description = "Version of the resource's configuration, for `If-Match`."))),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound)))]
 pub async fn get_node_group(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
@@ -222,10 +285,15 @@ pub async fn get_node_group(
 }
 
 #[utoipa::path(patch, path = "/v1/regions/{region}/clusters/{cluster}/nodegroups/{name}", tag = "nodeGroup",
-    request_body = NodeGroupPatch,
-    params(("region" = String, Path), ("cluster" = String, Path), ("name" = String, Path),
-        ("If-Match" = Option<String>, Header)),
-    responses((status = 200, body = NodeGroup), (status = "4XX", body = Problem)))]
+    request_body = NodeGroupPatch, params(("region" = String, Path), ("cluster" = String, Path), ("name" = String, Path),
+        ("If-Match" = Option<String>, Header, description = "ETags (or `*`) the change is conditional on: `412 PreconditionFailed` when none is current.")),
+    responses(
+        (status = 200, description = "Changed; `UPDATING` until the nodes roll unless only tags changed.", body = NodeGroup,
+            headers(("ETag" = String, description = "Version of the resource's configuration, for `If-Match`."))),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
+        (status = 412, response = PreconditionFailed)))]
 pub async fn patch_node_group(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
@@ -238,8 +306,14 @@ pub async fn patch_node_group(
 }
 
 #[utoipa::path(delete, path = "/v1/regions/{region}/clusters/{cluster}/nodegroups/{name}", tag = "nodeGroup",
-    params(("region" = String, Path), ("cluster" = String, Path), ("name" = String, Path)),
-    responses((status = 202, body = NodeGroup), (status = 404, body = Problem)))]
+    params(("region" = String, Path), ("cluster" = String, Path), ("name" = String, Path),
+        ("If-Match" = Option<String>, Header, description = "ETags (or `*`) the change is conditional on: `412 PreconditionFailed` when none is current.")),
+    responses(
+        (status = 202, description = "Deleting: the node group in state `DELETING` until it is gone.", body = NodeGroup,
+            headers(("ETag" = String, description = "Version of the resource's configuration, for `If-Match`."))),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 412, response = PreconditionFailed)))]
 pub async fn delete_node_group(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
@@ -253,9 +327,18 @@ pub async fn delete_node_group(
 // ---------------------------------------------------------------- DatabaseInstance
 
 #[utoipa::path(post, path = "/v1/regions/{region}/databaseInstances", tag = "databaseInstance",
-    request_body = CreateDatabaseInstance,
-    params(("region" = String, Path), ("Idempotency-Key" = Option<String>, Header)),
-    responses((status = 201, body = DatabaseInstance), (status = "4XX", body = Problem)))]
+    request_body = CreateDatabaseInstance, params(("region" = String, Path),
+        ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]([ -~]{0,253}[!-~])?$", description = "The same key with the same request replays the first answer; with another request it is `409 IdempotentParameterMismatch`. Keys are per account.")),
+    responses(
+        (status = 201, description = "Created.", body = DatabaseInstance,
+            headers(("ETag" = String, description = "Version of the resource's configuration, for `If-Match`."), ("Location" = String, description = "Path of the new resource."), ("idempotent-replayed" = String, description = "`true` when this answer replays an earlier request's with the same `Idempotency-Key`.")), links(
+            ("GetDatabase" = (operation_id = "get_database", parameters(("region" = "$request.path.region"), ("identifier" = "$response.body#/identifier")))),
+            ("PatchDatabase" = (operation_id = "patch_database", parameters(("region" = "$request.path.region"), ("identifier" = "$response.body#/identifier"), ("header.If-Match" = "$response.header.ETag")))),
+            ("DeleteDatabase" = (operation_id = "delete_database", parameters(("region" = "$request.path.region"), ("identifier" = "$response.body#/identifier"), ("header.If-Match" = "$response.header.ETag")))),
+            ("AuthenticateDatabase" = (operation_id = "authenticate_database", parameters(("region" = "$request.path.region"), ("identifier" = "$response.body#/identifier")), request_body = json!({"username": "$response.body#/masterUsername", "password": "$request.body#/masterPassword"}))))),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict)))]
 pub async fn create_database(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
@@ -269,9 +352,11 @@ pub async fn create_database(
 }
 
 #[utoipa::path(get, path = "/v1/regions/{region}/databaseInstances", tag = "databaseInstance",
-    params(("region" = String, Path), ("pageSize" = Option<i64>, Query), ("pageToken" = Option<String>, Query),
-        ("tag" = Option<String>, Query)),
-    responses((status = 200, body = Page<DatabaseInstance>), (status = "4XX", body = Problem)))]
+    params(("region" = String, Path), ListParams),
+    responses(
+        (status = 200, description = "OK.", body = Page<DatabaseInstance>),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound)))]
 pub async fn list_databases(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
@@ -283,7 +368,10 @@ pub async fn list_databases(
 
 #[utoipa::path(get, path = "/v1/regions/{region}/databaseInstances/{identifier}", tag = "databaseInstance",
     params(("region" = String, Path), ("identifier" = String, Path)),
-    responses((status = 200, body = DatabaseInstance), (status = 404, body = Problem)))]
+    responses(
+        (status = 200, description = "OK.", body = DatabaseInstance,
+            headers(("ETag" = String, description = "Version of the resource's configuration, for `If-Match`."))),
+        (status = 404, response = NotFound)))]
 pub async fn get_database(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
@@ -294,9 +382,15 @@ pub async fn get_database(
 }
 
 #[utoipa::path(patch, path = "/v1/regions/{region}/databaseInstances/{identifier}", tag = "databaseInstance",
-    request_body = DatabaseInstancePatch,
-    params(("region" = String, Path), ("identifier" = String, Path), ("If-Match" = Option<String>, Header)),
-    responses((status = 200, body = DatabaseInstance), (status = "4XX", body = Problem)))]
+    request_body = DatabaseInstancePatch, params(("region" = String, Path), ("identifier" = String, Path),
+        ("If-Match" = Option<String>, Header, description = "ETags (or `*`) the change is conditional on: `412 PreconditionFailed` when none is current.")),
+    responses(
+        (status = 200, description = "Changed; `modifying` until done unless only tags changed.", body = DatabaseInstance,
+            headers(("ETag" = String, description = "Version of the resource's configuration, for `If-Match`."))),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
+        (status = 412, response = PreconditionFailed)))]
 pub async fn patch_database(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
@@ -309,8 +403,14 @@ pub async fn patch_database(
 }
 
 #[utoipa::path(delete, path = "/v1/regions/{region}/databaseInstances/{identifier}", tag = "databaseInstance",
-    params(("region" = String, Path), ("identifier" = String, Path)),
-    responses((status = 202, body = DatabaseInstance), (status = "4XX", body = Problem)))]
+    params(("region" = String, Path), ("identifier" = String, Path),
+        ("If-Match" = Option<String>, Header, description = "ETags (or `*`) the change is conditional on: `412 PreconditionFailed` when none is current.")),
+    responses(
+        (status = 202, description = "Deleting: the instance in state `deleting` until it is gone.", body = DatabaseInstance,
+            headers(("ETag" = String, description = "Version of the resource's configuration, for `If-Match`."))),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
+        (status = 412, response = PreconditionFailed)))]
 pub async fn delete_database(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,
@@ -322,9 +422,13 @@ pub async fn delete_database(
 }
 
 #[utoipa::path(post, path = "/v1/regions/{region}/databaseInstances/{identifier}/authenticate",
-    tag = "databaseInstance", request_body = Credentials,
-    params(("region" = String, Path), ("identifier" = String, Path)),
-    responses((status = 200, body = AuthenticateResult), (status = 401, body = Problem)))]
+    tag = "databaseInstance", request_body = Credentials, params(("region" = String, Path), ("identifier" = String, Path)),
+    responses(
+        (status = 200, description = "The credentials are the master credentials.", body = AuthenticateResult),
+        (status = 401, description = "Wrong username or password (`AuthenticationFailed`), or missing or unknown API key (`Unauthorized`).", body = Problem, content_type = "application/problem+json"),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict)))]
 pub async fn authenticate_database(
     State(state): State<SharedState>,
     Extension(account): Extension<Account>,

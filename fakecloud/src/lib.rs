@@ -18,6 +18,7 @@ mod metrics;
 mod openapi;
 mod query;
 mod request_id;
+mod schemas;
 mod server;
 mod service;
 mod state;

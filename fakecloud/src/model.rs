@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::{PartialSchema, ToSchema};
 
 /// Tags and labels: string keys to string values, kept sorted so renders are
 /// stable.
@@ -79,6 +81,7 @@ pub enum NetworkState {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateVpc {
     /// IPv4 block, /16 to /28; stored canonical (host bits cleared).
+    #[schema(schema_with = crate::schemas::cidr_block)]
     pub cidr_block: String,
     /// Default true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -90,6 +93,7 @@ pub struct CreateVpc {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance_tenancy: Option<InstanceTenancy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::schemas::tags)]
     pub tags: Option<Tags>,
 }
 
@@ -120,6 +124,7 @@ pub struct VpcPatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance_tenancy: Option<InstanceTenancy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::schemas::tags_patch)]
     pub tags: Option<BTreeMap<String, Option<String>>>,
 }
 
@@ -131,14 +136,17 @@ pub struct VpcPatch {
 pub struct CreateSubnet {
     pub vpc_id: String,
     /// Inside the VPC's block, overlapping no sibling, /16 to /28.
+    #[schema(schema_with = crate::schemas::cidr_block)]
     pub cidr_block: String,
     /// A zone of the region; default `<region>a`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::schemas::availability_zone)]
     pub availability_zone: Option<String>,
     /// Default false.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub map_public_ip_on_launch: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::schemas::tags)]
     pub tags: Option<Tags>,
 }
 
@@ -165,6 +173,7 @@ pub struct SubnetPatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub map_public_ip_on_launch: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::schemas::tags_patch)]
     pub tags: Option<BTreeMap<String, Option<String>>>,
 }
 
@@ -184,10 +193,13 @@ pub struct ScalingConfig {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScalingConfigInput {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0)]
     pub min_size: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1)]
     pub max_size: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0)]
     pub desired_size: Option<i64>,
 }
 
@@ -205,19 +217,26 @@ pub enum NodeGroupStatus {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateNodeGroup {
     /// Client-chosen, unique per cluster.
+    #[schema(schema_with = crate::schemas::name)]
     pub name: String,
     /// Existing subnets, all in one VPC.
+    #[schema(schema_with = crate::schemas::node_group_subnet_ids)]
     pub subnet_ids: Vec<String>,
+    #[schema(min_length = 1, max_length = 2048)]
     pub node_role: String,
     /// Default `["t3.medium"]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::schemas::instance_types)]
     pub instance_types: Option<Vec<String>>,
     /// Kubernetes version, default `1.31`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::schemas::kubernetes_version)]
     pub version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::schemas::tags)]
     pub labels: Option<Tags>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::schemas::tags)]
     pub tags: Option<Tags>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scaling_config: Option<ScalingConfigInput>,
@@ -245,10 +264,13 @@ pub struct NodeGroup {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NodeGroupPatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::schemas::kubernetes_version)]
     pub version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::schemas::tags_patch)]
     pub labels: Option<BTreeMap<String, Option<String>>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::schemas::tags_patch)]
     pub tags: Option<BTreeMap<String, Option<String>>>,
     /// Each size merges independently.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -288,28 +310,36 @@ pub enum DatabaseStatus {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateDatabaseInstance {
     /// Client-chosen, unique per account and region.
+    #[schema(schema_with = crate::schemas::identifier)]
     pub identifier: String,
     pub engine: Engine,
     /// Default per engine (`16.4` / `8.0.39`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::schemas::engine_version)]
     pub engine_version: Option<String>,
     /// Default `db.t3.micro`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::schemas::instance_class)]
     pub instance_class: Option<String>,
     /// GiB, 20..=65536, default 20.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 20, maximum = 65536)]
     pub allocated_storage: Option<i64>,
     /// 1-16 characters, starts with a letter.
+    #[schema(schema_with = crate::schemas::master_username)]
     pub master_username: String,
     /// 8-128 characters, none of `/ " @`. Write-only.
+    #[schema(schema_with = crate::schemas::master_password)]
     pub master_password: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::schemas::database_subnet_ids)]
     pub subnet_ids: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub publicly_accessible: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion_protection: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::schemas::tags)]
     pub tags: Option<Tags>,
 }
 
@@ -363,19 +393,24 @@ pub struct DatabaseInstance {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DatabaseInstancePatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::schemas::engine_version)]
     pub engine_version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::schemas::instance_class)]
     pub instance_class: Option<String>,
     /// May only grow.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 20, maximum = 65536)]
     pub allocated_storage: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::schemas::master_password)]
     pub master_password: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub publicly_accessible: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion_protection: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::schemas::tags_patch)]
     pub tags: Option<BTreeMap<String, Option<String>>>,
 }
 
@@ -472,6 +507,7 @@ pub struct AdminResource {
 #[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Timing {
+    #[schema(maximum = 18446744073709551615_u64)]
     pub delay_ms: u64,
 }
 
@@ -499,21 +535,26 @@ pub struct FaultRuleSpec {
     pub path_prefix: String,
     /// Status to answer; absent means "serve normally, only add latency".
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 400, maximum = 599)]
     pub status: Option<u16>,
     /// Problem code of the injected error; default `InjectedFault`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
     /// Fire for the next N matching calls only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 4294967295_u64)]
     pub times: Option<u32>,
     /// Fire with this probability (0..=1); default 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 1)]
     pub probability: Option<f64>,
     /// Delay added before answering, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(maximum = 18446744073709551615_u64)]
     pub latency_ms: Option<u64>,
     /// `Retry-After` seconds sent with the injected error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(maximum = 18446744073709551615_u64)]
     pub retry_after_secs: Option<u64>,
     /// Serve the call (its changes are committed), then answer with the
     /// injected error instead of its result; default false.
@@ -521,7 +562,9 @@ pub struct FaultRuleSpec {
     pub after_call: bool,
 }
 
-#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq)]
+/// A stored fault rule: its spec, its `id` (for `DELETE /admin/faults/{id}`)
+/// and how often it fired.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct FaultRule {
     pub id: u64,
@@ -531,11 +574,44 @@ pub struct FaultRule {
     pub fired: u64,
 }
 
+/// The spec's schema with `id` and `fired` added, built from the spec's so
+/// the two cannot drift. The derive would render the flattened spec as an
+/// `allOf` that keeps the spec's `additionalProperties: false`, which
+/// forbids `id` and `fired` themselves.
+impl PartialSchema for FaultRule {
+    fn schema() -> RefOr<Schema> {
+        let mut schema = FaultRuleSpec::schema();
+        if let RefOr::T(Schema::Object(object)) = &mut schema {
+            object.description = Some("A stored fault rule.".into());
+            for (name, minimum, description) in [
+                (
+                    "id",
+                    1,
+                    "Identifies the rule in `DELETE /admin/faults/{id}`.",
+                ),
+                ("fired", 0, "Times this rule has fired."),
+            ] {
+                let property = ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .minimum(Some(minimum))
+                    .description(Some(description));
+                object.properties.insert(name.into(), property.into());
+                object.required.push(name.into());
+            }
+        }
+        schema
+    }
+}
+
+impl ToSchema for FaultRule {}
+
 /// Token bucket per account: `ratePerSecond` refill, `burst` capacity.
 #[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Throttling {
+    #[schema(minimum = 0)]
     pub rate_per_second: f64,
+    #[schema(maximum = 4294967295_u64)]
     pub burst: u32,
 }
 

@@ -1,13 +1,27 @@
 //! The OpenAPI document, generated from the handlers and wire models.
+//!
+//! Each handler's `#[utoipa::path]` lists the answers the handler itself
+//! gives; [`Conventions`] adds what the layers around every handler give
+//! (authentication, throttling, injected faults, request ids), so the
+//! document states every answer a client can get, and schemathesis holds
+//! the server to it (`scripts/schemathesis`).
 
-use utoipa::OpenApi;
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::path::{Operation, ParameterIn};
+use utoipa::openapi::response::{Response, ResponseBuilder};
+use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{Content, Header, Ref, RefOr, Schema};
+use utoipa::{OpenApi, ToResponse, ToSchema};
 
-use crate::{admin, api};
+use crate::model::{Problem, REGIONS};
+use crate::{admin, api, request_id, schemas};
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "fakecloud", description = "A small SQLite-backed cloud: VPCs, subnets, node groups and database instances."),
+    info(title = "fakecloud", description = "A small SQLite-backed cloud: VPCs, subnets, node groups and database instances.\n\n\
+        Every answer carries `x-request-id`; every error is `application/problem+json` with a stable `code`. \
+        Besides the answers listed, a fault rule of the admin API makes matching `/v1` calls answer the status \
+        (400 to 599) and code it names."),
     paths(
         api::create_vpc, api::list_vpcs, api::get_vpc, api::patch_vpc, api::delete_vpc,
         api::create_subnet, api::list_subnets, api::get_subnet, api::patch_subnet, api::delete_subnet,
@@ -20,19 +34,198 @@ use crate::{admin, api};
         admin::clear_faults, admin::remove_fault, admin::get_throttling, admin::set_throttling,
         admin::clear_throttling, admin::get_audit,
     ),
-    modifiers(&BearerAuth),
-    security(("bearer" = [])),
+    components(schemas(Problem), responses(BadRequest, Unauthorized, NotFound, Conflict, PreconditionFailed,
+        Throttled, ServerError)),
+    modifiers(&Conventions),
 )]
 pub struct ApiDoc;
 
-struct BearerAuth;
+/// Security scheme of `/v1`: an account's API key.
+const API_KEY: &str = "apiKey";
+/// Security scheme of `/admin`: the admin token.
+const ADMIN_TOKEN: &str = "adminToken";
 
-impl utoipa::Modify for BearerAuth {
+fn problem(description: &str) -> ResponseBuilder {
+    ResponseBuilder::new().description(description).content(
+        "application/problem+json",
+        Content::new(Some(Ref::from_schema_name(Problem::name()))),
+    )
+}
+
+macro_rules! problem_response {
+    ($(#[doc = $doc:literal])* $name:ident, $description:literal) => {
+        $(#[doc = $doc])*
+        pub struct $name;
+
+        impl<'r> ToResponse<'r> for $name {
+            fn response() -> (&'r str, RefOr<Response>) {
+                (stringify!($name), problem($description).build().into())
+            }
+        }
+    };
+}
+
+problem_response!(
+    /// `400`: the request breaks the document's rules or a rule that
+    /// depends on stored resources.
+    BadRequest,
+    "The request is not valid (`MalformedJSON`, `MissingParameter`, `UnknownParameter`, \
+     `InvalidParameterValue`, `InvalidParameterCombination`, `ImmutableParameter`, or a referenced \
+     resource that does not exist: `InvalidVpcID.NotFound`, `InvalidSubnetID.NotFound`, \
+     `InvalidSubnet.Range`)."
+);
+problem_response!(
+    /// `401` from the authentication layers.
+    Unauthorized,
+    "Missing or unknown credentials (`Unauthorized`)."
+);
+problem_response!(
+    /// `404`: the addressed resource, region or kind does not exist.
+    NotFound,
+    "The addressed resource does not exist (or belongs to another account), or the region or kind \
+     is unknown (`InvalidRegion`, `InvalidVpcID.NotFound`, `InvalidSubnetID.NotFound`, \
+     `ResourceNotFoundException`, `DBInstanceNotFound`, `ResourceNotFound`, `UnknownKind`, \
+     `FaultRuleNotFound`)."
+);
+problem_response!(
+    /// `409`: the resource's state or a sibling refuses the call.
+    Conflict,
+    "The call conflicts with the resource's state or another resource (`DependencyViolation`, \
+     `InvalidSubnet.Conflict`, `ResourceInUseException`, `DBInstanceAlreadyExists`, \
+     `InvalidDBInstanceState`, `InvalidParameterCombination`, `IdempotentParameterMismatch`, \
+     `IncorrectState`, `AmbiguousResource`)."
+);
+problem_response!(
+    /// `412`: `If-Match` names another ETag.
+    PreconditionFailed,
+    "`If-Match` does not match the resource's current ETag (`PreconditionFailed`)."
+);
+problem_response!(
+    /// `5XX`: a storage failure, or a fault rule's injected error.
+    ServerError,
+    "A storage failure (`InternalError`), or, on `/v1`, an error injected by a fault rule of the \
+     admin API (`Retry-After` when the rule sets one)."
+);
+
+/// `429` from the throttling layer, with `Retry-After`.
+pub struct Throttled;
+
+impl<'r> ToResponse<'r> for Throttled {
+    fn response() -> (&'r str, RefOr<Response>) {
+        let response = problem(
+            "The account's token bucket is empty (`Throttling`, admin API `/admin/throttling`).",
+        )
+        .header("Retry-After", retry_after())
+        .build();
+        ("Throttled", response.into())
+    }
+}
+
+fn retry_after() -> Header {
+    let mut header = Header::new(
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .minimum(Some(0)),
+    );
+    header.description = Some("Seconds to wait before calling again.".into());
+    header
+}
+
+/// What the layers around the handlers add to every operation: security,
+/// the answers of authentication, throttling and fault injection, the
+/// `x-request-id` header, and what `{region}` and `{cluster}` may be
+/// (checked by `api::loc` for every `/v1` call).
+struct Conventions;
+
+impl utoipa::Modify for Conventions {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme(
-            "bearer",
-            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
-        );
+        for (name, description) in [
+            (API_KEY, "An account's API key (`--api-key KEY=ACCOUNT`)."),
+            (ADMIN_TOKEN, "The admin token (`--admin-token`)."),
+        ] {
+            components.add_security_scheme(
+                name,
+                SecurityScheme::Http(
+                    HttpBuilder::new()
+                        .scheme(HttpAuthScheme::Bearer)
+                        .description(Some(description))
+                        .build(),
+                ),
+            );
+        }
+        if let Some(create_vpc) = components.schemas.remove("CreateVpc") {
+            components
+                .schemas
+                .insert("CreateVpc".into(), schemas::with_dns_rule(create_vpc));
+        }
+        for response in components.responses.values_mut() {
+            if let RefOr::T(response) = response {
+                add_request_id(response);
+            }
+        }
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            let api = path.starts_with("/v1/");
+            for operation in [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.patch,
+                &mut item.delete,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                conventions(operation, api);
+            }
+        }
     }
+}
+
+fn conventions(operation: &mut Operation, api: bool) {
+    let scheme = if api { API_KEY } else { ADMIN_TOKEN };
+    operation.security = Some(vec![SecurityRequirement::new(scheme, Vec::<String>::new())]);
+    let responses = &mut operation.responses.responses;
+    // A handler's own 401 (`authenticate`'s) already names `Unauthorized` too.
+    responses
+        .entry("401".into())
+        .or_insert_with(response_ref::<Unauthorized>);
+    responses.insert("5XX".into(), response_ref::<ServerError>());
+    if api {
+        responses.insert("429".into(), response_ref::<Throttled>());
+    }
+    for response in responses.values_mut() {
+        if let RefOr::T(response) = response {
+            add_request_id(response);
+        }
+    }
+    for parameter in operation.parameters.iter_mut().flatten() {
+        let RefOr::T(parameter) = parameter else {
+            continue;
+        };
+        if parameter.parameter_in != ParameterIn::Path {
+            continue;
+        }
+        let schema = match parameter.name.as_str() {
+            "region" => ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(REGIONS)),
+            "cluster" => schemas::name(),
+            _ => continue,
+        };
+        parameter.schema = Some(Schema::Object(schema.build()).into());
+    }
+}
+
+fn response_ref<'r, R: ToResponse<'r>>() -> RefOr<Response> {
+    RefOr::Ref(Ref::from_response_name(R::response().0))
+}
+
+fn add_request_id(response: &mut Response) {
+    let mut header = Header::new(ObjectBuilder::new().schema_type(Type::String));
+    header.description =
+        Some("The request's id: the caller's own when it is a plain token, else a new one.".into());
+    response
+        .headers
+        .insert(request_id::HEADER.into(), header.into());
 }

@@ -8,6 +8,9 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use sqlx::SqliteConnection;
+use utoipa::openapi::Required;
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn, ParameterStyle};
+use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
 
 use crate::clock::now_ms;
 use crate::error::ApiError;
@@ -98,7 +101,9 @@ pub async fn create<K: ResourceKind>(
         .map(|v| {
             v.to_str()
                 .ok()
-                .filter(|k| !k.is_empty() && k.len() <= 255)
+                .filter(|k| {
+                    (1..=255).contains(&k.len()) && k.bytes().all(|b| (b' '..=b'~').contains(&b))
+                })
                 .map(str::to_owned)
                 .ok_or_else(|| {
                     ApiError::invalid("Idempotency-Key", "must be 1-255 visible ASCII characters")
@@ -209,6 +214,69 @@ pub async fn get<K: ResourceKind>(
     ))
 }
 
+/// The query `list` takes, for the OpenAPI document (`params(ListParams)`).
+/// `list` reads the pairs itself, as `tag` repeats, which
+/// `serde_urlencoded` cannot collect into a struct.
+pub struct ListParams;
+
+impl utoipa::IntoParams for ListParams {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        let query = |name: &str, description: &str, schema: ObjectBuilder| {
+            ParameterBuilder::new()
+                .name(name)
+                .parameter_in(ParameterIn::Query)
+                .required(Required::False)
+                .description(Some(description))
+                .schema(Some(schema))
+        };
+        vec![
+            query(
+                "pageSize",
+                "Items per page (default 100).",
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .minimum(Some(1))
+                    .maximum(Some(MAX_PAGE_SIZE)),
+            )
+            .build(),
+            query(
+                "pageToken",
+                "`nextPageToken` of the previous page.",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .pattern(Some(PAGE_TOKEN_PATTERN)),
+            )
+            .build(),
+            ParameterBuilder::new()
+                .name("tag")
+                .parameter_in(ParameterIn::Query)
+                .required(Required::False)
+                .description(Some(
+                    "`key=value` (the tag has this value) or `key` (the tag exists); \
+                     repeatable, every one must match.",
+                ))
+                .schema(Some(
+                    ArrayBuilder::new().items(ObjectBuilder::new().schema_type(Type::String)),
+                ))
+                .style(Some(ParameterStyle::Form))
+                .explode(Some(true))
+                .build(),
+        ]
+    }
+}
+
+/// What `page_token` accepts.
+const PAGE_TOKEN_PATTERN: &str = "^[1-9][0-9]{0,17}$";
+
+/// A page token as `list` issues it: the `seq` of the page's last row, in
+/// decimal without leading zeros, 18 digits at most (`PAGE_TOKEN_PATTERN`).
+fn page_token(value: &str) -> Option<i64> {
+    let canonical = (1..=18).contains(&value.len())
+        && !value.starts_with('0')
+        && value.bytes().all(|b| b.is_ascii_digit());
+    canonical.then(|| value.parse().ok()).flatten()
+}
+
 /// List query: `pageSize`, `pageToken`, and `tag=key=value` / `tag=key`
 /// (repeatable, all must match).
 pub async fn list<K: ResourceKind>(
@@ -231,10 +299,8 @@ pub async fn list<K: ResourceKind>(
                     })?;
             }
             "pageToken" => {
-                after =
-                    value.parse().ok().filter(|n: &i64| *n > 0).ok_or_else(|| {
-                        ApiError::invalid("pageToken", "not a token this API issued")
-                    })?;
+                after = page_token(&value)
+                    .ok_or_else(|| ApiError::invalid("pageToken", "not a token this API issued"))?;
             }
             "tag" => tags.push(match value.split_once('=') {
                 Some((k, v)) => (k.to_string(), Some(v.to_string())),

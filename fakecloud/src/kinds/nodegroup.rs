@@ -12,6 +12,11 @@ use crate::store::{Location, Row};
 
 pub struct NodeGroupKind;
 
+/// What an `instanceTypes` entry must look like, for the OpenAPI document.
+pub const INSTANCE_TYPE_PATTERN: &str = r"^[a-z0-9]+\.[a-z0-9]+$";
+/// Most instance types a node group may list.
+pub const INSTANCE_TYPES_MAX: usize = 20;
+
 #[derive(Serialize, Deserialize, PartialEq, Clone)]
 #[serde(rename_all = "camelCase")]
 struct Spec {
@@ -34,8 +39,11 @@ fn normalize(input: CreateNodeGroup) -> Result<Spec, ApiError> {
     let instance_types = input
         .instance_types
         .unwrap_or_else(|| vec!["t3.medium".to_string()]);
-    if instance_types.is_empty() || instance_types.len() > 20 {
-        return Err(ApiError::invalid("instanceTypes", "1 to 20 instance types"));
+    if instance_types.is_empty() || instance_types.len() > INSTANCE_TYPES_MAX {
+        return Err(ApiError::invalid(
+            "instanceTypes",
+            format!("1 to {INSTANCE_TYPES_MAX} instance types"),
+        ));
     }
     for t in &instance_types {
         let valid = t.split_once('.').is_some_and(|(family, size)| {
