@@ -19,8 +19,8 @@ use crate::kinds::vpc::VpcKind;
 use crate::kinds::{render_value, validate};
 use crate::layers::CallInfo;
 use crate::model::{
-    Actor, AdminResource, AuditEntry, AuditQuery, FaultRule, FaultRuleSpec, Kind,
-    Throttling, Timing, TimingTable,
+    Actor, AdminResource, AuditEntry, AuditQuery, FaultRule, FaultRuleSpec, Kind, MAX_DELAY_MS,
+    MAX_RETRY_AFTER_SECS, Throttling, Timing, TimingTable,
 };
 use crate::openapi::{BadRequest, Conflict, NotFound, PreconditionFailed};
 use crate::query::ProblemQuery;
@@ -209,6 +209,12 @@ pub async fn set_timing(
 ) -> Result<Json<TimingTable>> {
     let kind = kind(&kind_name)?;
     let timing: Timing = validate::parse_body(&body)?;
+    if timing.delay_ms > MAX_DELAY_MS {
+        return Err(ApiError::invalid(
+            "delayMs",
+            format!("must be at most {MAX_DELAY_MS} (one day)"),
+        ));
+    }
     state.set_delay(kind, timing.delay_ms);
     Ok(Json(state.timing_table()))
 }
@@ -238,6 +244,21 @@ pub async fn add_fault(State(state): State<SharedState>, body: Bytes) -> Result<
     }
     if spec.times == Some(0) {
         return Err(ApiError::invalid("times", "must be at least 1"));
+    }
+    if spec.latency_ms.is_some_and(|ms| ms > MAX_DELAY_MS) {
+        return Err(ApiError::invalid(
+            "latencyMs",
+            format!("must be at most {MAX_DELAY_MS} (one day)"),
+        ));
+    }
+    if spec
+        .retry_after_secs
+        .is_some_and(|s| s > MAX_RETRY_AFTER_SECS)
+    {
+        return Err(ApiError::invalid(
+            "retryAfterSecs",
+            format!("must be at most {MAX_RETRY_AFTER_SECS} (one day)"),
+        ));
     }
     Ok((StatusCode::CREATED, Json(state.faults.add(spec))).into_response())
 }

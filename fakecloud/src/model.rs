@@ -503,11 +503,18 @@ pub struct AdminResource {
     pub resource: serde_json::Value,
 }
 
+/// Longest provisioning delay or injected latency the admin API takes, in
+/// milliseconds: one day. A longer one would only hang a test, and could
+/// overflow the transition timestamps.
+pub const MAX_DELAY_MS: u64 = 86_400_000;
+/// Longest `Retry-After` a fault rule sends, in seconds: one day.
+pub const MAX_RETRY_AFTER_SECS: u64 = 86_400;
+
 /// Provisioning delay of one kind; `0` means immediate.
 #[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Timing {
-    #[schema(maximum = 18446744073709551615_u64)]
+    #[schema(maximum = 86400000)] // MAX_DELAY_MS
     pub delay_ms: u64,
 }
 
@@ -550,11 +557,11 @@ pub struct FaultRuleSpec {
     pub probability: Option<f64>,
     /// Delay added before answering, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(maximum = 18446744073709551615_u64)]
+    #[schema(maximum = 86400000)] // MAX_DELAY_MS
     pub latency_ms: Option<u64>,
     /// `Retry-After` seconds sent with the injected error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(maximum = 18446744073709551615_u64)]
+    #[schema(maximum = 86400)] // MAX_RETRY_AFTER_SECS
     pub retry_after_secs: Option<u64>,
     /// Serve the call (its changes are committed), then answer with the
     /// injected error instead of its result; default false.

@@ -16,15 +16,41 @@ use crate::store::{self, Location, Row};
 /// Parses a JSON body into `T`, rejecting unknown fields and wrong types
 /// with the field's path in the error.
 pub fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value = serde_path_to_error::deserialize(&mut de).map_err(path_error)?;
-    de.end().map_err(|e| malformed(&e))?;
-    Ok(value)
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| malformed(&e))?;
+    parse_value(value)
 }
 
 /// Like `parse_body` for an already-parsed value (a merged patch).
-pub fn parse_value<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
+pub fn parse_value<T: DeserializeOwned>(mut value: Value) -> Result<T, ApiError> {
+    whole_numbers_as_integers(&mut value);
     serde_path_to_error::deserialize(value).map_err(path_error)
+}
+
+/// JSON Schema, and so the OpenAPI document, counts `2.0` as the integer
+/// `2`, which serde's integer types refuse. Whole numbers become integers
+/// before typed parsing, so every spelling the document allows is taken
+/// (`f64` fields take integers as they are).
+fn whole_numbers_as_integers(value: &mut Value) {
+    match value {
+        Value::Number(number) => {
+            let Some(float) = number
+                .as_f64()
+                .filter(|f| number.is_f64() && f.fract() == 0.0)
+            else {
+                return;
+            };
+            // `i64::MAX as f64` and `u64::MAX as f64` round up to 2^63 and
+            // 2^64, the ranges' exclusive ends; casts inside them are exact.
+            if (i64::MIN as f64..i64::MAX as f64).contains(&float) {
+                *number = (float as i64).into();
+            } else if (0.0..u64::MAX as f64).contains(&float) {
+                *number = (float as u64).into();
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(whole_numbers_as_integers),
+        Value::Object(map) => map.values_mut().for_each(whole_numbers_as_integers),
+        Value::Null | Value::Bool(_) | Value::String(_) => {}
+    }
 }
 
 /// Parses a body that must be a JSON object (merge patches).
@@ -286,4 +312,47 @@ pub fn new_id(prefix: &str) -> String {
     let bytes: [u8; 9] = rand::random();
     let hex = hex::encode(bytes);
     format!("{prefix}-{}", &hex[..17])
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    use super::*;
+
+    #[derive(Deserialize, Debug, PartialEq)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    struct Numbers {
+        min_size: i64,
+        delay_ms: u64,
+        ratio: f64,
+    }
+
+    #[test]
+    fn whole_numbers_written_as_floats_are_integers() {
+        let numbers: Numbers =
+            parse_body(br#"{"minSize": -2.0, "delayMs": 18000000000000000000.0, "ratio": 1}"#)
+                .unwrap();
+        assert_eq!(
+            numbers,
+            Numbers {
+                min_size: -2,
+                delay_ms: 18_000_000_000_000_000_000,
+                ratio: 1.0
+            }
+        );
+    }
+
+    #[test]
+    fn fractions_and_out_of_range_numbers_are_still_refused() {
+        let err =
+            parse_body::<Numbers>(br#"{"minSize": 1.5, "delayMs": 0, "ratio": 0.5}"#).unwrap_err();
+        assert_eq!(
+            (err.code.as_str(), err.field.as_deref()),
+            ("InvalidParameterValue", Some("minSize"))
+        );
+        let err =
+            parse_body::<Numbers>(br#"{"minSize": 1, "delayMs": 1e20, "ratio": 0.5}"#).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("delayMs"));
+    }
 }
