@@ -227,7 +227,8 @@ pub async fn list_faults(State(state): State<SharedState>) -> Json<Vec<FaultRule
 
 #[utoipa::path(post, path = "/admin/faults", tag = "admin", request_body = FaultRuleSpec,
     responses(
-        (status = 201, description = "The rule, in force at once.", body = FaultRule),
+        (status = 201, description = "The rule, in force at once.", body = FaultRule,
+            links(("RemoveFault" = (operation_id = "remove_fault", parameters(("id" = "$response.body#/id")))))),
         (status = 400, response = BadRequest)))]
 pub async fn add_fault(State(state): State<SharedState>, body: Bytes) -> Result<Response> {
     let spec: FaultRuleSpec = validate::parse_body(&body)?;

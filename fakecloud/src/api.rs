@@ -53,7 +53,8 @@ fn loc<K: ResourceKind>(account: Account, region: &str, cluster: Option<&str>) -
             ("GetVpc" = (operation_id = "get_vpc", parameters(("region" = "$request.path.region"), ("id" = "$response.body#/id")))),
             ("PatchVpc" = (operation_id = "patch_vpc", parameters(("region" = "$request.path.region"), ("id" = "$response.body#/id"), ("header.If-Match" = "$response.header.ETag")))),
             ("DeleteVpc" = (operation_id = "delete_vpc", parameters(("region" = "$request.path.region"), ("id" = "$response.body#/id"), ("header.If-Match" = "$response.header.ETag")))),
-            ("CreateSubnetInVpc" = (operation_id = "create_subnet", parameters(("region" = "$request.path.region")), request_body = json!({"vpcId": "$response.body#/id", "cidrBlock": "$response.body#/cidrBlock"}))))),
+            ("CreateSubnetInVpc" = (operation_id = "create_subnet", parameters(("region" = "$request.path.region")), request_body = json!({"vpcId": "$response.body#/id", "cidrBlock": "$response.body#/cidrBlock",
+                "availabilityZone": "{$request.path.region}a"}))))),
         (status = 400, response = BadRequest),
         (status = 404, response = NotFound),
         (status = 409, response = Conflict)))]
