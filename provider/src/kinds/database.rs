@@ -18,7 +18,9 @@ use apis::kinds::DatabaseInstance;
 use rand::distr::{Alphanumeric, SampleString};
 use serde_json::{Map, Value};
 
-use super::{create_body, deleted, observed, state, with_name};
+use fakecloud::model::DatabaseStatus;
+
+use super::{create_body, deleted, observed, with_name};
 use crate::runtime::error::ExternalError;
 use crate::runtime::{ManagedKind, Readiness, Session};
 
@@ -46,13 +48,15 @@ async fn applied_password(session: &Session) -> Option<String> {
 }
 
 impl ManagedKind for DatabaseInstance {
+    type Observation = fakecloud::model::DatabaseInstance;
+
     const STEERING_FIELDS: &'static [&'static str] = &["region", "masterPasswordSecretRef"];
 
     async fn observe(
         &self,
         session: &Session,
         identifier: &str,
-    ) -> Result<Option<Value>, ExternalError> {
+    ) -> Result<Option<Self::Observation>, ExternalError> {
         observed(
             session
                 .cloud
@@ -146,12 +150,13 @@ impl ManagedKind for DatabaseInstance {
         )
     }
 
-    fn readiness(at_provider: &Value) -> Readiness {
-        match state(at_provider, "status").as_str() {
-            "available" => Readiness::Available,
-            "creating" => Readiness::Creating,
-            "deleting" => Readiness::Deleting,
-            _ => Readiness::Unavailable,
+    fn readiness(observed: &Self::Observation) -> Readiness {
+        match observed.status {
+            DatabaseStatus::Available => Readiness::Available,
+            DatabaseStatus::Creating => Readiness::Creating,
+            DatabaseStatus::Deleting => Readiness::Deleting,
+            // Available to connect to, but not what was asked for yet.
+            DatabaseStatus::Modifying => Readiness::Unavailable,
         }
     }
 
@@ -160,23 +165,13 @@ impl ManagedKind for DatabaseInstance {
     async fn connection_details(
         &self,
         session: &Session,
-        at_provider: &Value,
+        observed: &Self::Observation,
     ) -> Result<BTreeMap<String, String>, ExternalError> {
-        let mut details = BTreeMap::new();
-        let text = |pointer: &str| {
-            at_provider
-                .pointer(pointer)
-                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
-        };
-        if let Some(address) = text("/endpoint/address") {
-            details.insert("endpoint".to_owned(), address);
-        }
-        if let Some(port) = text("/endpoint/port") {
-            details.insert("port".to_owned(), port);
-        }
-        if let Some(username) = text("/masterUsername") {
-            details.insert("username".to_owned(), username);
-        }
+        let mut details = BTreeMap::from([
+            ("endpoint".to_owned(), observed.endpoint.address.clone()),
+            ("port".to_owned(), observed.endpoint.port.to_string()),
+            ("username".to_owned(), observed.master_username.clone()),
+        ]);
         // The applied password, not the wanted one: during a rotation the
         // Secret keeps the password that works until the cloud has the new.
         // With no record yet (an imported instance), the wanted one.

@@ -9,7 +9,7 @@ mod vpc;
 use std::sync::Arc;
 
 use fakecloud::client::{ClientError, Versioned};
-use serde::Serialize;
+use fakecloud::model::NetworkState;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -49,15 +49,11 @@ fn managed<K: ManagedKind>(crd_name: &'static str) -> Gated {
     }
 }
 
-/// An observation from a `get_*` call: the resource as JSON, or `None`
-/// when the cloud does not know it.
-fn observed<T: Serialize>(
-    result: Result<Versioned<T>, ClientError>,
-) -> Result<Option<Value>, ExternalError> {
+/// An observation from a `get_*` call: the resource, or `None` when the
+/// cloud does not know it.
+fn observed<T>(result: Result<Versioned<T>, ClientError>) -> Result<Option<T>, ExternalError> {
     match result {
-        Ok(found) => Ok(Some(
-            serde_json::to_value(found.resource).expect("wire models serialize"),
-        )),
+        Ok(found) => Ok(Some(found.resource)),
         Err(error) if error.is_not_found() => Ok(None),
         Err(error) => Err(error.into()),
     }
@@ -74,15 +70,6 @@ fn create_body<T: DeserializeOwned>(desired: Value) -> Result<T, ExternalError> 
     })
 }
 
-/// The `state`/`status` field of an observation.
-fn state(at_provider: &Value, field: &str) -> String {
-    at_provider
-        .get(field)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
-}
-
 /// A delete call's outcome: a resource that is already gone counts as
 /// deleted, so a retried delete after a lost response is not an error.
 fn deleted(result: Result<(), ClientError>) -> Result<(), ExternalError> {
@@ -93,11 +80,10 @@ fn deleted(result: Result<(), ClientError>) -> Result<(), ExternalError> {
 }
 
 /// Readiness of the network kinds (VPC, Subnet): `pending` -> `available`.
-fn network_readiness(at_provider: &Value) -> Readiness {
-    match state(at_provider, "state").as_str() {
-        "available" => Readiness::Available,
-        "pending" => Readiness::Creating,
-        _ => Readiness::Unavailable,
+fn network_readiness(state: NetworkState) -> Readiness {
+    match state {
+        NetworkState::Available => Readiness::Available,
+        NetworkState::Pending => Readiness::Creating,
     }
 }
 

@@ -5,14 +5,22 @@
 use apis::kinds::NodeGroup;
 use serde_json::{Map, Value};
 
-use super::{create_body, deleted, observed, state, with_name};
+use fakecloud::model::NodeGroupStatus;
+
+use super::{create_body, deleted, observed, with_name};
 use crate::runtime::error::ExternalError;
 use crate::runtime::{ManagedKind, Readiness, Session};
 
 impl ManagedKind for NodeGroup {
+    type Observation = fakecloud::model::NodeGroup;
+
     const STEERING_FIELDS: &'static [&'static str] = &["region", "clusterName"];
 
-    async fn observe(&self, session: &Session, name: &str) -> Result<Option<Value>, ExternalError> {
+    async fn observe(
+        &self,
+        session: &Session,
+        name: &str,
+    ) -> Result<Option<Self::Observation>, ExternalError> {
         let p = &self.spec.for_provider;
         observed(
             session
@@ -62,13 +70,13 @@ impl ManagedKind for NodeGroup {
         )
     }
 
-    fn readiness(at_provider: &Value) -> Readiness {
-        match state(at_provider, "status").as_str() {
-            "ACTIVE" => Readiness::Available,
-            "CREATING" => Readiness::Creating,
-            "DELETING" => Readiness::Deleting,
+    fn readiness(observed: &Self::Observation) -> Readiness {
+        match observed.status {
+            NodeGroupStatus::Active => Readiness::Available,
+            NodeGroupStatus::Creating => Readiness::Creating,
+            NodeGroupStatus::Deleting => Readiness::Deleting,
             // UPDATING keeps serving but is not settled; report it as such.
-            _ => Readiness::Unavailable,
+            NodeGroupStatus::Updating => Readiness::Unavailable,
         }
     }
 }

@@ -9,9 +9,15 @@ use crate::runtime::error::ExternalError;
 use crate::runtime::{ManagedKind, Readiness, Session};
 
 impl ManagedKind for Subnet {
+    type Observation = fakecloud::model::Subnet;
+
     const STEERING_FIELDS: &'static [&'static str] = &["region"];
 
-    async fn observe(&self, session: &Session, id: &str) -> Result<Option<Value>, ExternalError> {
+    async fn observe(
+        &self,
+        session: &Session,
+        id: &str,
+    ) -> Result<Option<Self::Observation>, ExternalError> {
         observed(
             session
                 .cloud
@@ -57,7 +63,7 @@ impl ManagedKind for Subnet {
         )
     }
 
-    fn readiness(at_provider: &Value) -> Readiness {
-        network_readiness(at_provider)
+    fn readiness(observed: &Self::Observation) -> Readiness {
+        network_readiness(observed.state)
     }
 }

@@ -8,9 +8,15 @@ use crate::runtime::error::ExternalError;
 use crate::runtime::{ManagedKind, Readiness, Session};
 
 impl ManagedKind for Vpc {
+    type Observation = fakecloud::model::Vpc;
+
     const STEERING_FIELDS: &'static [&'static str] = &["region"];
 
-    async fn observe(&self, session: &Session, id: &str) -> Result<Option<Value>, ExternalError> {
+    async fn observe(
+        &self,
+        session: &Session,
+        id: &str,
+    ) -> Result<Option<Self::Observation>, ExternalError> {
         observed(
             session
                 .cloud
@@ -56,7 +62,7 @@ impl ManagedKind for Vpc {
         )
     }
 
-    fn readiness(at_provider: &Value) -> Readiness {
-        network_readiness(at_provider)
+    fn readiness(observed: &Self::Observation) -> Readiness {
+        network_readiness(observed.state)
     }
 }

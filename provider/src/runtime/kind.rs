@@ -28,6 +28,13 @@ pub enum Readiness {
 /// connection-detail keys) come from [`apis::Managed`]; this trait adds the
 /// cloud calls.
 pub trait ManagedKind: apis::Managed {
+    /// The cloud's own model of the resource (a fakecloud wire type): what
+    /// observe returns and what readiness and connection details read, so a
+    /// renamed field or state in fakecloud's model fails to compile here
+    /// instead of silently breaking readiness. Serialized, it becomes
+    /// `status.atProvider`.
+    type Observation: serde::Serialize + Send + Sync;
+
     /// Top-level `forProvider` keys that locate the resource or feed a call
     /// (region, cluster, secret references) rather than describe it: never
     /// sent in a body, never compared as drift. Reference and selector
@@ -35,12 +42,11 @@ pub trait ManagedKind: apis::Managed {
     const STEERING_FIELDS: &'static [&'static str];
 
     /// Reads the external resource; `None` when the cloud does not know it.
-    /// The JSON is the cloud's view, which becomes `status.atProvider`.
     fn observe(
         &self,
         session: &Session,
         external_name: &str,
-    ) -> impl Future<Output = Result<Option<Value>, ExternalError>> + Send;
+    ) -> impl Future<Output = Result<Option<Self::Observation>, ExternalError>> + Send;
 
     /// Creates the external resource from `desired` (forProvider with
     /// initProvider merged under it, steering fields removed) and returns
@@ -83,7 +89,7 @@ pub trait ManagedKind: apis::Managed {
     }
 
     /// Maps the cloud's state onto `Ready`.
-    fn readiness(at_provider: &Value) -> Readiness;
+    fn readiness(observed: &Self::Observation) -> Readiness;
 
     /// The connection details to publish, keyed exactly as the kind's MRD
     /// documents them (`apis`' connection-detail list). The session gives
@@ -92,7 +98,7 @@ pub trait ManagedKind: apis::Managed {
     fn connection_details(
         &self,
         _session: &Session,
-        _at_provider: &Value,
+        _observed: &Self::Observation,
     ) -> impl Future<Output = Result<BTreeMap<String, String>, ExternalError>> + Send {
         async { Ok(BTreeMap::new()) }
     }

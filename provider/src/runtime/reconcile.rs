@@ -221,7 +221,8 @@ impl<'a, K: ManagedKind> Run<'a, K> {
         }
 
         let session = self.connect().await?;
-        let observed = self.observe(&session, external_name.as_deref()).await?;
+        let seen = self.observe(&session, external_name.as_deref()).await?;
+        let observed = observed_of::<K>(seen.as_ref());
         if self.create_marks().settled_by(&observed) {
             // The interrupted create made the resource we just saw.
             info!("external resource of an unrecorded create found; recording it");
@@ -229,11 +230,11 @@ impl<'a, K: ManagedKind> Run<'a, K> {
                 .await?;
         }
 
-        if let Observed::Exists { at_provider, .. } = &observed {
+        if let (Some(seen), Observed::Exists { at_provider, .. }) = (&seen, &observed) {
             self.status.at_provider = Some(at_provider.clone());
             let details = self
                 .mr
-                .connection_details(&session, at_provider)
+                .connection_details(&session, seen)
                 .await
                 .map_err(ReconcileError::ConnectionDetails)?;
             session.publish_connection_details(&details).await?;
@@ -256,13 +257,13 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             Step::ReportMissing => Err(ReconcileError::ExternalMissing),
             Step::Create => self.create(&session, external_name.as_deref()).await,
             step => {
-                let Observed::Exists { at_provider, .. } = &observed else {
+                let (Some(seen), Observed::Exists { at_provider, .. }) = (&seen, &observed) else {
                     unreachable!("update and up-to-date steps need an observation")
                 };
                 if actions.late_initialize {
                     self.late_initialize(at_provider).await?;
                 }
-                let readiness = K::readiness(at_provider);
+                let readiness = K::readiness(seen);
                 let updated = matches!(step, Step::Update(_));
                 if let Step::Update(patch) = step {
                     let name = external_name.as_deref().unwrap_or_default();
@@ -298,7 +299,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             (true, _) | (false, None) => Observed::Missing,
             (false, Some(name)) => {
                 let session = self.connect().await?;
-                self.observe(&session, Some(&name)).await?
+                observed_of::<K>(self.observe(&session, Some(&name)).await?.as_ref())
             }
         };
         match delete_step(orphan, &observed) {
@@ -492,22 +493,14 @@ impl<'a, K: ManagedKind> Run<'a, K> {
         &self,
         session: &Session,
         external_name: Option<&str>,
-    ) -> Result<Observed, ReconcileError> {
+    ) -> Result<Option<K::Observation>, ReconcileError> {
         let Some(name) = external_name else {
-            return Ok(Observed::Missing);
+            return Ok(None);
         };
-        let seen = self
-            .ctx
+        self.ctx
             .call(&self.kind, "observe", self.mr.observe(session, name))
             .await
-            .map_err(ReconcileError::Observe)?;
-        Ok(match seen {
-            None => Observed::Missing,
-            Some(at_provider) => Observed::Exists {
-                deleting: K::readiness(&at_provider) == Readiness::Deleting,
-                at_provider,
-            },
-        })
+            .map_err(ReconcileError::Observe)
     }
 
     fn set_readiness(&mut self, readiness: Readiness) {
@@ -718,6 +711,19 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             Ok(()) => self.ctx.metrics.kube_write(&self.kind, "event"),
             Err(error) => warn!(error = %error, "cannot publish event"),
         }
+    }
+}
+
+/// The kind's typed observation as the plain data the decisions in
+/// [`crate::plan`] work on: `status.atProvider` JSON and whether the cloud
+/// is deleting it.
+fn observed_of<K: ManagedKind>(seen: Option<&K::Observation>) -> Observed {
+    match seen {
+        None => Observed::Missing,
+        Some(seen) => Observed::Exists {
+            deleting: K::readiness(seen) == Readiness::Deleting,
+            at_provider: serde_json::to_value(seen).expect("fakecloud's models serialize"),
+        },
     }
 }
 
