@@ -76,7 +76,7 @@ pub async fn reconcile<K: ManagedKind>(mr: Arc<K>, ctx: Arc<Context>) -> Result<
         let timer = std::time::Instant::now();
         let mut run = Run::new((*mr).clone(), &ctx);
         let result = run.steps().await;
-        let (action, outcome) = match result {
+        let (mut action, mut outcome) = match result {
             Ok(action) => {
                 ctx.backoff.succeeded(&key);
                 (action, if run.paused { "paused" } else { "success" })
@@ -98,8 +98,16 @@ pub async fn reconcile<K: ManagedKind>(mr: Arc<K>, ctx: Arc<Context>) -> Result<
                 (Action::requeue(ctx.backoff.failed(&key, intent)), "error")
             }
         };
-        if let Err(error) = run.write_status().await {
-            warn!(error = %error, "cannot write status");
+        match run.write_status().await {
+            Ok(()) => {}
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                // Someone wrote since our copy was read (another replica,
+                // the user): this status may be stale, so it is not written;
+                // look again shortly, as for any conflict.
+                tracing::debug!("status computed from a stale copy; retrying");
+                (action, outcome) = (Action::requeue(CONFLICT_RETRY), "conflict");
+            }
+            Err(error) => warn!(error = %error, "cannot write status"),
         }
         ctx.metrics
             .record_reconcile(&kind, outcome, timer.elapsed());
@@ -675,7 +683,11 @@ impl<'a, K: ManagedKind> Run<'a, K> {
         .await
     }
 
-    /// Applies the status through the status subresource when it changed.
+    /// Applies the status through the status subresource when it changed,
+    /// guarded by the resourceVersion this reconcile last saw: a status
+    /// computed from a stale copy (two replicas, a lagging cache) must not
+    /// overwrite a newer one, or replicas undo each other's conditions and
+    /// every undo wakes them all again.
     async fn write_status(&mut self) -> Result<(), kube::Error> {
         if self.gone || self.status == self.original {
             return Ok(());
@@ -683,6 +695,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
         let body = json!({
             "apiVersion": K::api_version(&()),
             "kind": K::kind(&()),
+            "metadata": { "resourceVersion": self.mr.resource_version() },
             "status": self.status,
         });
         self.api()
