@@ -191,6 +191,16 @@ impl World {
 
     /// Starts the provider in-process (again, after [`World::stop_provider`]).
     pub fn start_provider(&mut self) -> Result<(), WorldError> {
+        self.provider = Some(self.spawn_provider(self.kube(), self.metrics.clone())?);
+        Ok(())
+    }
+
+    /// Runs `provider::run` in a task with the world's provider flags.
+    fn spawn_provider(
+        &self,
+        kube: kube::Client,
+        metrics: Metrics,
+    ) -> Result<RunningProvider, WorldError> {
         let mut args = vec![
             "provider".to_owned(),
             "--metrics-addr=127.0.0.1:0".to_owned(),
@@ -199,14 +209,8 @@ impl World {
         args.extend(self.options.provider_args.iter().cloned());
         let config = <provider::config::Config as clap::Parser>::try_parse_from(args)?;
         let token = CancellationToken::new();
-        let task = tokio::spawn(provider::run(
-            config,
-            self.kube(),
-            self.metrics.clone(),
-            token.clone(),
-        ));
-        self.provider = Some(RunningProvider { token, task });
-        Ok(())
+        let task = tokio::spawn(provider::run(config, kube, metrics, token.clone()));
+        Ok(RunningProvider { token, task })
     }
 
     /// Stops the provider gracefully and waits until it has.
@@ -223,17 +227,8 @@ impl World {
     /// informer caches, controllers, backoff and metrics.
     pub async fn start_replica(&self) -> Result<Replica, WorldError> {
         let kube = crate::kubeconfig::client_from_file(self.cluster.kubeconfig()).await?;
-        let mut args = vec![
-            "provider".to_owned(),
-            "--metrics-addr=127.0.0.1:0".to_owned(),
-            "--health-addr=127.0.0.1:0".to_owned(),
-        ];
-        args.extend(self.options.provider_args.iter().cloned());
-        let config = <provider::config::Config as clap::Parser>::try_parse_from(args)?;
-        let token = CancellationToken::new();
-        let task = tokio::spawn(provider::run(config, kube, Metrics::new(), token.clone()));
         Ok(Replica {
-            running: RunningProvider { token, task },
+            running: self.spawn_provider(kube, Metrics::new())?,
         })
     }
 

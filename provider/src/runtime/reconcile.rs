@@ -567,20 +567,16 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             .cloned()
     }
 
-    /// Sets or removes annotations with a merge patch. No resourceVersion
-    /// precondition: a merge patch of annotations touches only these keys,
-    /// and the external-name write after a create must not be lost to an
-    /// unrelated concurrent edit.
+    /// Sets or removes annotations with a merge patch, without a
+    /// resourceVersion precondition: for writes that are right whatever
+    /// changed since (the external name a kind takes from `metadata.name`,
+    /// `external-create-failed`). A merge patch touches only these keys.
     async fn annotate(
         &mut self,
         annotations: &[(&str, Option<String>)],
     ) -> Result<(), ReconcileError> {
-        let map: serde_json::Map<String, Value> = annotations
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), json!(v)))
-            .collect();
         self.merge_patch(
-            json!({ "metadata": { "annotations": map } }),
+            annotations_patch(annotations),
             "write annotations",
             "metadata",
         )
@@ -594,12 +590,8 @@ impl<'a, K: ManagedKind> Run<'a, K> {
         &mut self,
         annotations: &[(&str, Option<String>)],
     ) -> Result<(), ReconcileError> {
-        let map: serde_json::Map<String, Value> = annotations
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), json!(v)))
-            .collect();
         self.patch_spec(
-            json!({ "metadata": { "annotations": map } }),
+            annotations_patch(annotations),
             "write annotations",
             "metadata",
         )
@@ -725,6 +717,15 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             Err(error) => warn!(error = %error, "cannot publish event"),
         }
     }
+}
+
+/// A merge patch setting (or, for `None`, removing) annotations.
+fn annotations_patch(annotations: &[(&str, Option<String>)]) -> Value {
+    let map: Map<String, Value> = annotations
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), json!(v)))
+        .collect();
+    json!({ "metadata": { "annotations": map } })
 }
 
 /// The kind's typed observation as the plain data the decisions in
