@@ -13,7 +13,7 @@ use std::time::Duration;
 use apis::kinds::{DatabaseInstance, Subnet, Vpc};
 use e2e::world::{NAMESPACE, World, is_ready, is_synced};
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::{Pod, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{Event, Pod, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::PostParams;
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -397,6 +397,41 @@ async fn the_provider_runs_on_its_cluster_role_alone() -> anyhow::Result<()> {
             |p| p.status.as_ref().and_then(|s| s.users) == Some(3),
         )
         .await?;
+
+    // A resource that keeps failing the same way: its one Event is counted
+    // up (patched) rather than written again.
+    let failing = e2e::unique_name("vpc");
+    world
+        .apply::<Vpc>(json!({
+            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
+            "metadata": { "name": failing },
+            "spec": { "providerConfigRef": { "name": "no-such-config" },
+                      "forProvider": { "region": "us-east-1", "cidrBlock": "10.0.0.0/16" } },
+        }))
+        .await?;
+    let events = Api::<Event>::namespaced(world.kube(), "default");
+    let deadline = tokio::time::Instant::now() + READY;
+    loop {
+        let counted = events
+            .list(&Default::default())
+            .await?
+            .items
+            .into_iter()
+            .find(|e| {
+                e.involved_object.name.as_deref() == Some(failing.as_str())
+                    && e.reason.as_deref() == Some("ReconcileError")
+            });
+        if counted.as_ref().and_then(|e| e.count).unwrap_or(0) >= 2 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the repeated failure's Event was not counted up: {counted:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    world.delete::<Vpc>(&failing).await?;
+    world.wait_gone::<Vpc>(&failing, READY).await?;
 
     // An update, then deletes: the finalizers are released under the role.
     world

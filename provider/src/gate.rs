@@ -29,8 +29,10 @@ use tracing::{info, warn};
 use crate::metrics::KindLabels;
 use crate::runtime::Context;
 
-/// Starts a kind's controller; it must return once `shutdown` resolves.
-pub type Starter = fn(Arc<Context>, Shutdown) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+/// Starts a kind's controller, watching through the client given; it must
+/// return once `shutdown` resolves.
+pub type Starter =
+    fn(Arc<Context>, kube::Client, Shutdown) -> Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// A future that resolves when the controller must stop.
 pub type Shutdown = Pin<Box<dyn Future<Output = ()> + Send + Sync>>;
@@ -58,6 +60,7 @@ const STOP_GRACE: Duration = Duration::from_secs(10);
 /// Watches CRDs and keeps exactly one controller per established kind.
 pub struct Gate {
     ctx: Arc<Context>,
+    kube: kube::Client,
     kinds: Vec<Gated>,
     running: HashMap<&'static str, Running>,
     ready: watch::Sender<bool>,
@@ -65,9 +68,15 @@ pub struct Gate {
 
 impl Gate {
     /// `ready` turns true once the gate has listed the CRDs once, for `/readyz`.
-    pub fn new(ctx: Arc<Context>, kinds: Vec<Gated>, ready: watch::Sender<bool>) -> Self {
+    pub fn new(
+        ctx: Arc<Context>,
+        kube: kube::Client,
+        kinds: Vec<Gated>,
+        ready: watch::Sender<bool>,
+    ) -> Self {
         Self {
             ctx,
+            kube,
             kinds,
             running: HashMap::new(),
             ready,
@@ -76,7 +85,7 @@ impl Gate {
 
     /// Runs until `shutdown` resolves, then stops every controller.
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) {
-        let api: Api<CustomResourceDefinition> = Api::all(self.ctx.kube.clone());
+        let api: Api<CustomResourceDefinition> = Api::all(self.kube.clone());
         // The watcher retries with backoff on its own; errors are logged, not fatal.
         let events = watcher::watcher(api, watcher::Config::default().any_semantic())
             .default_backoff()
@@ -151,7 +160,7 @@ impl Gate {
         let shutdown: Shutdown = Box::pin(async move {
             let _ = stopped.await;
         });
-        let task = tokio::spawn((gated.start)(self.ctx.clone(), shutdown));
+        let task = tokio::spawn((gated.start)(self.ctx.clone(), self.kube.clone(), shutdown));
         self.ctx
             .metrics
             .active_controllers

@@ -32,7 +32,7 @@ use tracing::{error, info};
 use crate::config::Config;
 use crate::gate::Gate;
 use crate::metrics::Metrics;
-use crate::runtime::{Context, Settings};
+use crate::runtime::{Context, KubeCluster, Settings};
 
 /// Why the provider stopped with an error.
 #[derive(Debug, Error)]
@@ -82,7 +82,7 @@ pub async fn run(
     );
 
     let ctx = Arc::new(Context::new(
-        kube.clone(),
+        Arc::new(KubeCluster::new(kube.clone())),
         Settings {
             poll_interval: config.poll_interval,
             pending_poll_interval: config.pending_poll_interval,
@@ -92,7 +92,7 @@ pub async fn run(
         config.max_reconcile_rate,
     ));
 
-    let gate = Gate::new(ctx, kinds::gated(), ready_tx);
+    let gate = Gate::new(ctx, kube.clone(), kinds::gated(), ready_tx);
     let result = if config.leader_election {
         let identity = std::env::var("POD_NAME")
             .unwrap_or_else(|_| format!("provider-{}", std::process::id()));

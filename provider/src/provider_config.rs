@@ -9,7 +9,7 @@ use std::time::Duration;
 use apis::kinds::provider_config::{ProviderConfig, ProviderConfigUsage};
 use apis::well_known::{PROVIDER_CONFIG_IN_USE_FINALIZER, PROVIDER_CONFIG_LABEL};
 use futures::StreamExt;
-use kube::api::{ListParams, Patch, PatchParams};
+use kube::api::ApiResource;
 use kube::runtime::controller::Action;
 use kube::runtime::{Controller, watcher};
 use kube::{Api, Resource, ResourceExt};
@@ -17,7 +17,8 @@ use serde_json::json;
 use tracing::{Instrument, info, info_span, warn};
 
 use crate::gate::Shutdown;
-use crate::runtime::{CONFLICT_RETRY, Context, FIELD_MANAGER, Intent};
+use crate::runtime::cluster::ObjectKey;
+use crate::runtime::{CONFLICT_RETRY, Context, Intent};
 
 /// How often a ProviderConfig is recounted. Usages come and go with managed
 /// resources, which this controller does not watch (their CRDs may not
@@ -40,8 +41,8 @@ pub enum ProviderConfigError {
 }
 
 /// Runs the controller until `shutdown` resolves.
-pub async fn run(ctx: Arc<Context>, shutdown: Shutdown) {
-    let api: Api<ProviderConfig> = Api::all(ctx.kube.clone());
+pub async fn run(ctx: Arc<Context>, kube: kube::Client, shutdown: Shutdown) {
+    let api: Api<ProviderConfig> = Api::all(kube);
     Controller::new(api, watcher::Config::default().any_semantic())
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, ctx)
@@ -89,13 +90,13 @@ async fn reconcile(
             let name = name.clone();
             move |source| ProviderConfigError::Kube { action, name, source }
         };
-        let users = Api::<ProviderConfigUsage>::all(ctx.kube.clone())
-            .list_metadata(&ListParams::default().labels(&format!("{PROVIDER_CONFIG_LABEL}={name}")))
+        let users = ctx
+            .cluster
+            .list(&ApiResource::erase::<ProviderConfigUsage>(&()), &format!("{PROVIDER_CONFIG_LABEL}={name}"))
             .await
             .map_err(kube_error("list ProviderConfigUsages"))?
-            .items
             .len() as i64;
-        let api: Api<ProviderConfig> = Api::all(ctx.kube.clone());
+        let at = ObjectKey::of::<ProviderConfig>(None, &name);
 
         // Writes below go in sequence; each one bumps the resourceVersion
         // that the finalizer update is guarded by.
@@ -106,11 +107,12 @@ async fn reconcile(
                 "kind": ProviderConfig::kind(&()),
                 "status": { "users": users },
             });
-            let written = api
-                .patch_status(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&status))
+            let written = ctx
+                .cluster
+                .apply(&at, status, true)
                 .await
                 .map_err(kube_error("write status"))?;
-            resource_version = written.resource_version();
+            resource_version = written.pointer("/metadata/resourceVersion").and_then(|v| v.as_str()).map(str::to_owned);
             ctx.metrics.kube_write(KIND, "status");
         }
 
@@ -130,7 +132,8 @@ async fn reconcile(
         };
         if let Some(finalizers) = wanted {
             let patch = json!({ "metadata": { "finalizers": finalizers, "resourceVersion": resource_version } });
-            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            ctx.cluster
+                .merge_patch(&at, patch)
                 .await
                 .map_err(kube_error("update finalizers"))?;
             ctx.metrics.kube_write(KIND, "metadata");

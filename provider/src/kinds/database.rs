@@ -1,7 +1,8 @@
 //! DatabaseInstance: the identifier is the external name (default
 //! `metadata.name`). The master password comes from
-//! `masterPasswordSecretRef`, or is generated once and kept in the
-//! connection Secret before the create call, so neither a crash nor a
+//! `masterPasswordSecretRef`, or is generated once and handed to the
+//! runtime to keep in the connection Secret before the create call
+//! ([`ManagedKind::details_before_create`]), so neither a crash nor a
 //! restart rotates it.
 //!
 //! The password is write-only in the cloud, so observing cannot show that it
@@ -12,8 +13,6 @@
 //! password that still works. Without `writeConnectionSecretToRef` there is
 //! no record, so a rotation is not detected.
 
-use std::collections::BTreeMap;
-
 use apis::kinds::DatabaseInstance;
 use rand::distr::{Alphanumeric, SampleString};
 use serde_json::{Map, Value};
@@ -22,7 +21,7 @@ use fakecloud::model::DatabaseStatus;
 
 use super::{create_body, deleted, observed, with_name};
 use crate::runtime::error::ExternalError;
-use crate::runtime::{ManagedKind, Readiness, Session};
+use crate::runtime::{Created, Details, ManagedKind, Readiness, Session};
 
 /// Generated passwords: 32 alphanumerics, inside fakecloud's 8..128 and
 /// free of its forbidden `/ " @`.
@@ -33,7 +32,7 @@ const PASSWORD_KEY: &str = "password";
 /// The password the user asks for in `masterPasswordSecretRef`, if any.
 async fn wanted_password(
     db: &DatabaseInstance,
-    session: &Session,
+    session: &Session<'_>,
 ) -> Result<Option<String>, ExternalError> {
     match &db.spec.for_provider.master_password_secret_ref {
         Some(selector) => session.secret_value(selector).await.map(Some),
@@ -43,8 +42,13 @@ async fn wanted_password(
 
 /// The password last applied to the cloud, as the connection Secret records
 /// it (a generated one included).
-async fn applied_password(session: &Session) -> Option<String> {
-    session.connection_data().await.get(PASSWORD_KEY).cloned()
+fn applied_password(session: &Session<'_>) -> Option<String> {
+    session.connection_data().get(PASSWORD_KEY).cloned()
+}
+
+/// The connection details that record `password`.
+fn password_details(password: String) -> Details {
+    Details::from([(PASSWORD_KEY.to_owned(), password)])
 }
 
 impl ManagedKind for DatabaseInstance {
@@ -54,7 +58,7 @@ impl ManagedKind for DatabaseInstance {
 
     async fn observe(
         &self,
-        session: &Session,
+        session: &Session<'_>,
         identifier: &str,
     ) -> Result<Option<Self::Observation>, ExternalError> {
         observed(
@@ -65,48 +69,55 @@ impl ManagedKind for DatabaseInstance {
         )
     }
 
+    /// A generated password, unless the user names one or an earlier,
+    /// interrupted attempt already generated and kept it.
+    async fn details_before_create(&self, session: &Session<'_>) -> Result<Details, ExternalError> {
+        if self.spec.for_provider.master_password_secret_ref.is_some()
+            || applied_password(session).is_some()
+        {
+            return Ok(Details::new());
+        }
+        Ok(password_details(Alphanumeric.sample_string(
+            &mut rand::rng(),
+            GENERATED_PASSWORD_LENGTH,
+        )))
+    }
+
     async fn create(
         &self,
-        session: &Session,
+        session: &Session<'_>,
         name: Option<&str>,
         desired: Value,
         idempotency_key: &str,
-    ) -> Result<String, ExternalError> {
+    ) -> Result<Created, ExternalError> {
         let wanted = wanted_password(self, session).await?;
-        let password = match (&wanted, applied_password(session).await) {
-            (Some(wanted), _) => wanted.clone(),
-            // A generated password kept by an earlier, interrupted attempt.
-            (None, Some(kept)) => kept,
-            (None, None) => {
-                let generated =
-                    Alphanumeric.sample_string(&mut rand::rng(), GENERATED_PASSWORD_LENGTH);
-                session
-                    .remember_connection_detail(PASSWORD_KEY, &generated)
-                    .await?;
-                generated
-            }
-        };
+        let password = wanted
+            .clone()
+            .or_else(|| applied_password(session))
+            .ok_or_else(|| {
+                ExternalError::InvalidSpec(
+                    "no master password: neither masterPasswordSecretRef nor a kept one".to_owned(),
+                )
+            })?;
         let mut desired = with_name(desired, "identifier", name)?;
-        desired["masterPassword"] = Value::String(password.clone());
+        desired["masterPassword"] = Value::String(password);
         let body = create_body(desired)?;
         let created = session
             .cloud
             .create_database_instance(&self.spec.for_provider.region, &body, Some(idempotency_key))
             .await?;
-        if wanted.is_some() && session.keeps_connection_details() {
-            session
-                .remember_connection_detail(PASSWORD_KEY, &password)
-                .await?;
-        }
-        Ok(created.resource.identifier)
+        Ok(Created {
+            external_name: created.resource.identifier,
+            connection_details: wanted.map(password_details).unwrap_or_default(),
+        })
     }
 
     async fn update(
         &self,
-        session: &Session,
+        session: &Session<'_>,
         identifier: &str,
         patch: Map<String, Value>,
-    ) -> Result<(), ExternalError> {
+    ) -> Result<Details, ExternalError> {
         let rotated = patch
             .get("masterPassword")
             .and_then(Value::as_str)
@@ -115,25 +126,20 @@ impl ManagedKind for DatabaseInstance {
             .cloud
             .patch_database_instance(&self.spec.for_provider.region, identifier, &patch, None)
             .await?;
-        if let Some(password) = rotated {
-            // Recorded only now: had the cloud refused it, the connection
-            // Secret would still hold the password that works.
-            session
-                .remember_connection_detail(PASSWORD_KEY, &password)
-                .await?;
-        }
-        Ok(())
+        // Recorded only now, by the runtime: had the cloud refused it, the
+        // connection Secret would still hold the password that works.
+        Ok(rotated.map(password_details).unwrap_or_default())
     }
 
     /// A new password in `masterPasswordSecretRef` (see the module doc).
     async fn write_only_drift(
         &self,
-        session: &Session,
+        session: &Session<'_>,
     ) -> Result<Map<String, Value>, ExternalError> {
         let mut drift = Map::new();
         if let (Some(wanted), Some(applied)) = (
             wanted_password(self, session).await?,
-            applied_password(session).await,
+            applied_password(session),
         ) && wanted != applied
         {
             drift.insert("masterPassword".to_owned(), Value::String(wanted));
@@ -141,7 +147,7 @@ impl ManagedKind for DatabaseInstance {
         Ok(drift)
     }
 
-    async fn delete(&self, session: &Session, identifier: &str) -> Result<(), ExternalError> {
+    async fn delete(&self, session: &Session<'_>, identifier: &str) -> Result<(), ExternalError> {
         deleted(
             session
                 .cloud
@@ -164,10 +170,10 @@ impl ManagedKind for DatabaseInstance {
     /// `apis::connection::DATABASE_INSTANCE` documents in the MRD.
     async fn connection_details(
         &self,
-        session: &Session,
+        session: &Session<'_>,
         observed: &Self::Observation,
-    ) -> Result<BTreeMap<String, String>, ExternalError> {
-        let mut details = BTreeMap::from([
+    ) -> Result<Details, ExternalError> {
+        let mut details = Details::from([
             ("endpoint".to_owned(), observed.endpoint.address.clone()),
             ("port".to_owned(), observed.endpoint.port.to_string()),
             ("username".to_owned(), observed.master_username.clone()),
@@ -175,7 +181,7 @@ impl ManagedKind for DatabaseInstance {
         // The applied password, not the wanted one: during a rotation the
         // Secret keeps the password that works until the cloud has the new.
         // With no record yet (an imported instance), the wanted one.
-        let password = match applied_password(session).await {
+        let password = match applied_password(session) {
             Some(applied) => Some(applied),
             None => wanted_password(self, session).await?,
         };

@@ -2,20 +2,18 @@
 //! onto fakecloud's API. Everything else is the generic runtime's.
 
 mod database;
+mod network;
 mod node_group;
-mod subnet;
-mod vpc;
 
 use std::sync::Arc;
 
 use fakecloud::client::{ClientError, Versioned};
-use fakecloud::model::NetworkState;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::gate::{Gated, Shutdown};
 use crate::runtime::error::ExternalError;
-use crate::runtime::{Context, ManagedKind, Readiness, run_controller};
+use crate::runtime::{Context, ManagedKind, run_controller};
 
 /// Every controller the CRD gate may start, keyed by CRD.
 pub fn gated() -> Vec<Gated> {
@@ -30,8 +28,8 @@ pub fn gated() -> Vec<Gated> {
             crd_name: "providerconfigs.fakecloud.crossplane.io",
             version: "v1alpha1",
             kind: "ProviderConfig",
-            start: |ctx: Arc<Context>, shutdown: Shutdown| {
-                Box::pin(crate::provider_config::run(ctx, shutdown))
+            start: |ctx: Arc<Context>, kube: kube::Client, shutdown: Shutdown| {
+                Box::pin(crate::provider_config::run(ctx, kube, shutdown))
             },
         },
     ]
@@ -45,7 +43,9 @@ fn managed<K: ManagedKind>(crd_name: &'static str) -> Gated {
         crd_name,
         version: "v1alpha1",
         kind,
-        start: |ctx: Arc<Context>, shutdown: Shutdown| Box::pin(run_controller::<K>(ctx, shutdown)),
+        start: |ctx: Arc<Context>, kube: kube::Client, shutdown: Shutdown| {
+            Box::pin(run_controller::<K>(ctx, kube, shutdown))
+        },
     }
 }
 
@@ -76,14 +76,6 @@ fn deleted(result: Result<(), ClientError>) -> Result<(), ExternalError> {
     match result {
         Err(error) if !error.is_not_found() => Err(error.into()),
         _ => Ok(()),
-    }
-}
-
-/// Readiness of the network kinds (VPC, Subnet): `pending` -> `available`.
-fn network_readiness(state: NetworkState) -> Readiness {
-    match state {
-        NetworkState::Available => Readiness::Available,
-        NetworkState::Pending => Readiness::Creating,
     }
 }
 

@@ -9,7 +9,7 @@ use fakecloud::model::NodeGroupStatus;
 
 use super::{create_body, deleted, observed, with_name};
 use crate::runtime::error::ExternalError;
-use crate::runtime::{ManagedKind, Readiness, Session};
+use crate::runtime::{Created, Details, ManagedKind, Readiness, Session};
 
 impl ManagedKind for NodeGroup {
     type Observation = fakecloud::model::NodeGroup;
@@ -18,7 +18,7 @@ impl ManagedKind for NodeGroup {
 
     async fn observe(
         &self,
-        session: &Session,
+        session: &Session<'_>,
         name: &str,
     ) -> Result<Option<Self::Observation>, ExternalError> {
         let p = &self.spec.for_provider;
@@ -32,35 +32,35 @@ impl ManagedKind for NodeGroup {
 
     async fn create(
         &self,
-        session: &Session,
+        session: &Session<'_>,
         name: Option<&str>,
         desired: Value,
         idempotency_key: &str,
-    ) -> Result<String, ExternalError> {
+    ) -> Result<Created, ExternalError> {
         let p = &self.spec.for_provider;
         let body = create_body(with_name(desired, "name", name)?)?;
         let created = session
             .cloud
             .create_node_group(&p.region, &p.cluster_name, &body, Some(idempotency_key))
             .await?;
-        Ok(created.resource.name)
+        Ok(Created::named(created.resource.name))
     }
 
     async fn update(
         &self,
-        session: &Session,
+        session: &Session<'_>,
         name: &str,
         patch: Map<String, Value>,
-    ) -> Result<(), ExternalError> {
+    ) -> Result<Details, ExternalError> {
         let p = &self.spec.for_provider;
         session
             .cloud
             .patch_node_group(&p.region, &p.cluster_name, name, &patch, None)
             .await?;
-        Ok(())
+        Ok(Details::new())
     }
 
-    async fn delete(&self, session: &Session, name: &str) -> Result<(), ExternalError> {
+    async fn delete(&self, session: &Session<'_>, name: &str) -> Result<(), ExternalError> {
         let p = &self.spec.for_provider;
         deleted(
             session

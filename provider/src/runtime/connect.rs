@@ -1,18 +1,18 @@
 //! Connecting a managed resource to fakecloud: its ProviderConfig gives the
-//! endpoint and names the credentials Secret; a ProviderConfigUsage records
+//! endpoint and names the credentials Secret (both read from watch caches,
+//! not with a GET per reconcile); a ProviderConfigUsage records
 //! that the resource depends on that ProviderConfig, so the ProviderConfig
 //! cannot be deleted from under it.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use apis::kinds::provider_config::{CredentialsSource, ProviderConfig, ProviderConfigUsage};
 use apis::well_known::PROVIDER_CONFIG_LABEL;
-use kube::api::{Patch, PatchParams};
-use kube::{Api, Resource, ResourceExt};
+use kube::{Resource, ResourceExt};
 use serde_json::json;
 
-use super::FIELD_MANAGER;
+use super::cluster::{Cluster, ObjectKey, typed};
 use super::error::ConnectError;
 use super::kind::ManagedKind;
 use super::session::read_secret_key;
@@ -21,7 +21,7 @@ use crate::metrics::Metrics;
 /// Builds fakecloud clients for managed resources, reusing one client (and
 /// its connection pool) per endpoint and key.
 pub struct Connector {
-    kube: kube::Client,
+    cluster: Arc<dyn Cluster>,
     clients: Mutex<HashMap<(String, String), fakecloud::client::Client>>,
     /// Usages already known to exist, by MR uid and ProviderConfig name, so a
     /// steady-state reconcile does not even read them.
@@ -31,9 +31,9 @@ pub struct Connector {
 }
 
 impl Connector {
-    pub fn new(kube: kube::Client, metrics: Metrics) -> Self {
+    pub fn new(cluster: Arc<dyn Cluster>, metrics: Metrics) -> Self {
         Self {
-            kube,
+            cluster,
             clients: Mutex::new(HashMap::new()),
             usages: Mutex::new(HashSet::new()),
             metrics,
@@ -48,13 +48,18 @@ impl Connector {
         kind: &str,
     ) -> Result<fakecloud::client::Client, ConnectError> {
         let name = mr.resource_spec().provider_config_ref.name.clone();
-        let config = Api::<ProviderConfig>::all(self.kube.clone())
-            .get_opt(&name)
+        let read_error = |source| ConnectError::ProviderConfigRead {
+            name: name.clone(),
+            source,
+        };
+        let config: ProviderConfig = self
+            .cluster
+            .get_watched(&ObjectKey::of::<ProviderConfig>(None, &name))
             .await
-            .map_err(|source| ConnectError::ProviderConfigRead {
-                name: name.clone(),
-                source,
-            })?
+            .map_err(read_error)?
+            .map(typed)
+            .transpose()
+            .map_err(read_error)?
             .ok_or_else(|| ConnectError::ProviderConfigMissing(name.clone()))?;
         let api_key = match config.spec.credentials.source {
             CredentialsSource::None => String::new(),
@@ -65,7 +70,7 @@ impl Connector {
                     .secret_ref
                     .as_ref()
                     .ok_or_else(|| ConnectError::SecretRefMissing(name.clone()))?;
-                read_secret_key(&self.kube, selector)
+                read_secret_key(&*self.cluster, selector, true)
                     .await
                     .map_err(|source| ConnectError::Credentials {
                         provider_config: name.clone(),
@@ -106,10 +111,15 @@ impl Connector {
         {
             return Ok(());
         }
-        let api = Api::<ProviderConfigUsage>::all(self.kube.clone());
-        let existing = api.get_opt(&uid).await.map_err(ConnectError::Usage)?;
+        let at = ObjectKey::of::<ProviderConfigUsage>(None, &uid);
+        let existing = self.cluster.get(&at).await.map_err(ConnectError::Usage)?;
         let up_to_date = existing.is_some_and(|u| {
-            u.labels().get(PROVIDER_CONFIG_LABEL).map(String::as_str) == Some(config)
+            u.pointer(&format!(
+                "/metadata/labels/{}",
+                PROVIDER_CONFIG_LABEL.replace('/', "~1")
+            ))
+            .and_then(|v| v.as_str())
+                == Some(config)
         });
         if !up_to_date {
             let usage = json!({
@@ -128,13 +138,10 @@ impl Connector {
                     "uid": uid,
                 },
             });
-            api.patch(
-                &uid,
-                &PatchParams::apply(FIELD_MANAGER).force(),
-                &Patch::Apply(&usage),
-            )
-            .await
-            .map_err(ConnectError::Usage)?;
+            self.cluster
+                .apply(&at, usage, false)
+                .await
+                .map_err(ConnectError::Usage)?;
             self.metrics.kube_write(kind, "usage");
         }
         self.usages

@@ -11,10 +11,9 @@ use apis::well_known::CONNECTION_SECRET_TYPE;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::Api;
-use kube::api::{ObjectMeta, Patch, PatchParams};
+use kube::api::ObjectMeta;
 
-use super::FIELD_MANAGER;
+use super::cluster::{Cluster, ObjectKey, typed};
 use super::error::ConnectionError;
 
 /// Where a resource's connection details go, and who owns them.
@@ -26,12 +25,20 @@ pub struct ConnectionSecret {
 }
 
 impl ConnectionSecret {
-    fn api(&self, kube: &kube::Client) -> Api<Secret> {
-        Api::namespaced(kube.clone(), &self.target.namespace)
+    fn key(&self) -> ObjectKey {
+        ObjectKey::of::<Secret>(Some(&self.target.namespace), &self.target.name)
     }
 
-    fn kube_error(&self, source: kube::Error) -> ConnectionError {
-        ConnectionError::Kube {
+    fn read_error(&self, source: kube::Error) -> ConnectionError {
+        ConnectionError::Read {
+            namespace: self.target.namespace.clone(),
+            name: self.target.name.clone(),
+            source,
+        }
+    }
+
+    fn write_error(&self, source: kube::Error) -> ConnectionError {
+        ConnectionError::Write {
             namespace: self.target.namespace.clone(),
             name: self.target.name.clone(),
             source,
@@ -44,13 +51,13 @@ impl ConnectionSecret {
     /// nor a later write takes over another object's Secret.
     pub async fn read(
         &self,
-        kube: &kube::Client,
+        cluster: &dyn Cluster,
     ) -> Result<BTreeMap<String, String>, ConnectionError> {
-        let Some(secret) = self
-            .api(kube)
-            .get_opt(&self.target.name)
+        let Some(secret) = cluster
+            .get(&self.key())
             .await
-            .map_err(|e| self.kube_error(e))?
+            .and_then(|found| found.map(typed::<Secret>).transpose())
+            .map_err(|e| self.read_error(e))?
         else {
             return Ok(BTreeMap::new());
         };
@@ -94,7 +101,7 @@ impl ConnectionSecret {
     /// returned). Returns whether it wrote.
     pub async fn publish(
         &self,
-        kube: &kube::Client,
+        cluster: &dyn Cluster,
         current: &BTreeMap<String, String>,
         desired: &BTreeMap<String, String>,
     ) -> Result<bool, ConnectionError> {
@@ -120,14 +127,10 @@ impl ConnectionSecret {
         let mut body = serde_json::to_value(&secret).expect("a Secret serializes");
         body["apiVersion"] = "v1".into();
         body["kind"] = "Secret".into();
-        self.api(kube)
-            .patch(
-                &self.target.name,
-                &PatchParams::apply(FIELD_MANAGER).force(),
-                &Patch::Apply(body),
-            )
+        cluster
+            .apply(&self.key(), body, false)
             .await
-            .map_err(|e| self.kube_error(e))?;
+            .map_err(|e| self.write_error(e))?;
         Ok(true)
     }
 }

@@ -17,6 +17,8 @@ pub enum ExternalError {
         #[source]
         source: kube::Error,
     },
+    #[error("Secret {namespace}/{name} does not exist")]
+    SecretMissing { namespace: String, name: String },
     #[error("Secret {namespace}/{name} has no key {key:?}")]
     SecretKeyMissing {
         namespace: String,
@@ -25,8 +27,6 @@ pub enum ExternalError {
     },
     #[error("the spec cannot be sent to the cloud: {0}")]
     InvalidSpec(String),
-    #[error("cannot store connection details: {0}")]
-    Connection(#[from] ConnectionError),
 }
 
 impl ExternalError {
@@ -63,7 +63,7 @@ pub enum ReferenceError {
     },
 }
 
-/// Writing the connection Secret failed or was refused.
+/// Reading or writing the connection Secret failed or was refused.
 #[derive(Debug, Error)]
 pub enum ConnectionError {
     #[error(
@@ -74,8 +74,17 @@ pub enum ConnectionError {
         name: String,
         owner: String,
     },
-    #[error("cannot read or write Secret {namespace}/{name}: {source}")]
-    Kube {
+    #[error("the provider must keep a generated {keys}: set spec.writeConnectionSecretToRef")]
+    Unkept { keys: String },
+    #[error("cannot read Secret {namespace}/{name}: {source}")]
+    Read {
+        namespace: String,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("cannot write Secret {namespace}/{name}: {source}")]
+    Write {
         namespace: String,
         name: String,
         #[source]
@@ -121,8 +130,8 @@ pub enum ReconcileError {
     Update(#[source] ExternalError),
     #[error("cannot delete external resource: {0}")]
     Delete(#[source] ExternalError),
-    #[error("cannot publish connection details: {0}")]
-    Publish(#[from] ConnectionError),
+    #[error("connection Secret: {0}")]
+    ConnectionSecret(#[from] ConnectionError),
     #[error("cannot gather connection details: {0}")]
     ConnectionDetails(#[source] ExternalError),
     #[error(

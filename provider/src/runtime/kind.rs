@@ -5,13 +5,12 @@
 //! name, create annotations, connection secret, usage tracking) lives in the
 //! generic reconciler; a kind only maps its `forProvider` to cloud calls.
 
-use std::collections::BTreeMap;
 use std::future::Future;
 
 use serde_json::{Map, Value};
 
 use super::error::ExternalError;
-use super::session::Session;
+use super::session::{Details, Session};
 
 /// The cloud's readiness of an observed resource, mapped onto `Ready`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,7 +21,31 @@ pub enum Readiness {
     Unavailable,
 }
 
+/// What a create call made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Created {
+    /// The new resource's external name.
+    pub external_name: String,
+    /// Connection details the create settled that only the provider knows
+    /// (a password from a Secret reference): the runtime records them.
+    pub connection_details: Details,
+}
+
+impl Created {
+    /// A create with nothing to record but the external name.
+    pub fn named(external_name: String) -> Self {
+        Self {
+            external_name,
+            connection_details: Details::new(),
+        }
+    }
+}
+
 /// A managed-resource kind the generic reconciler can run.
+///
+/// The kind never writes the connection Secret: it reads what it holds from
+/// the [`Session`] and returns the details to keep; the runtime is the
+/// Secret's only reader and writer.
 ///
 /// The type facts (spec fields, external-name origin, references,
 /// connection-detail keys) come from [`apis::Managed`]; this trait adds the
@@ -44,9 +67,21 @@ pub trait ManagedKind: apis::Managed {
     /// Reads the external resource; `None` when the cloud does not know it.
     fn observe(
         &self,
-        session: &Session,
+        session: &Session<'_>,
         external_name: &str,
     ) -> impl Future<Output = Result<Option<Self::Observation>, ExternalError>> + Send;
+
+    /// Connection details that only the provider knows and that the create
+    /// call will use (a generated password). The runtime keeps them in the
+    /// connection Secret before calling [`Self::create`], which finds them
+    /// in [`Session::connection_data`], so that neither a crash nor a retry
+    /// loses or changes them.
+    fn details_before_create(
+        &self,
+        _session: &Session<'_>,
+    ) -> impl Future<Output = Result<Details, ExternalError>> + Send {
+        async { Ok(Details::new()) }
+    }
 
     /// Creates the external resource from `desired` (forProvider with
     /// initProvider merged under it, steering fields removed) and returns
@@ -56,23 +91,25 @@ pub trait ManagedKind: apis::Managed {
     /// [`crate::plan::idempotency_key`]).
     fn create(
         &self,
-        session: &Session,
+        session: &Session<'_>,
         external_name: Option<&str>,
         desired: Value,
         idempotency_key: &str,
-    ) -> impl Future<Output = Result<String, ExternalError>> + Send;
+    ) -> impl Future<Output = Result<Created, ExternalError>> + Send;
 
-    /// Applies `patch`, the drifted `forProvider` fields only.
+    /// Applies `patch`, the drifted `forProvider` fields only. Returns the
+    /// connection details the cloud now holds (a rotated password), which
+    /// the runtime records only because the cloud accepted them.
     fn update(
         &self,
-        session: &Session,
+        session: &Session<'_>,
         external_name: &str,
         patch: Map<String, Value>,
-    ) -> impl Future<Output = Result<(), ExternalError>> + Send;
+    ) -> impl Future<Output = Result<Details, ExternalError>> + Send;
 
     fn delete(
         &self,
-        session: &Session,
+        session: &Session<'_>,
         external_name: &str,
     ) -> impl Future<Output = Result<(), ExternalError>> + Send;
 
@@ -83,7 +120,7 @@ pub trait ManagedKind: apis::Managed {
     /// `Update` and the resource exists; merged into the update patch.
     fn write_only_drift(
         &self,
-        _session: &Session,
+        _session: &Session<'_>,
     ) -> impl Future<Output = Result<Map<String, Value>, ExternalError>> + Send {
         async { Ok(Map::new()) }
     }
@@ -92,15 +129,16 @@ pub trait ManagedKind: apis::Managed {
     fn readiness(observed: &Self::Observation) -> Readiness;
 
     /// The connection details to publish, keyed exactly as the kind's MRD
-    /// documents them (`apis`' connection-detail list). The session gives
-    /// what the Secret holds now, so a value only the provider knows (a
-    /// generated password) survives.
+    /// documents them (`apis`' connection-detail list): the whole Secret,
+    /// which the runtime publishes. The session gives what the Secret holds
+    /// now, so a value only the provider knows (a generated password)
+    /// survives.
     fn connection_details(
         &self,
-        _session: &Session,
+        _session: &Session<'_>,
         _observed: &Self::Observation,
-    ) -> impl Future<Output = Result<BTreeMap<String, String>, ExternalError>> + Send {
-        async { Ok(BTreeMap::new()) }
+    ) -> impl Future<Output = Result<Details, ExternalError>> + Send {
+        async { Ok(Details::new()) }
     }
 }
 

@@ -3,10 +3,14 @@
 //! connection Secrets, backoff). Kinds plug in through [`ManagedKind`].
 
 mod backoff;
+pub mod cluster;
 mod connect;
 mod connection;
+mod echo;
 pub mod error;
 mod events;
+#[cfg(test)]
+mod flows;
 mod kind;
 mod reconcile;
 mod references;
@@ -16,15 +20,16 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
-use kube::Api;
-use kube::runtime::{Controller, watcher};
+use futures::{StreamExt, TryStreamExt, future};
+use kube::runtime::{Controller, WatchStreamExt, reflector, watcher};
+use kube::{Api, ResourceExt};
 
 pub use backoff::{Backoff, Intent};
+pub use cluster::{Cluster, KubeCluster};
 pub use connect::Connector;
 pub use events::{EventType, Recorder};
-pub use kind::{ManagedKind, Readiness};
-pub use session::Session;
+pub use kind::{Created, ManagedKind, Readiness};
+pub use session::{Details, Session};
 
 use crate::metrics::Metrics;
 use crate::rate_limit::RateLimiter;
@@ -45,9 +50,11 @@ pub struct Settings {
     pub management_policies_enabled: bool,
 }
 
-/// What every controller shares.
+/// What every reconcile shares. Its Kubernetes side is a [`Cluster`], so
+/// that reconciles run the same on an API server and in unit tests;
+/// watches take their own `kube::Client`.
 pub struct Context {
-    pub kube: kube::Client,
+    pub cluster: Arc<dyn Cluster>,
     pub settings: Settings,
     pub metrics: Metrics,
     pub limiter: RateLimiter,
@@ -55,25 +62,27 @@ pub struct Context {
     pub recorder: Recorder,
     pub backoff: Backoff,
     pub activations: crate::activation::Activations,
+    /// Versions this process wrote, whose watch events are dropped.
+    pub own_writes: echo::OwnWrites,
 }
 
 impl Context {
     pub fn new(
-        kube: kube::Client,
+        cluster: Arc<dyn Cluster>,
         settings: Settings,
         metrics: Metrics,
         max_reconcile_rate: u32,
     ) -> Self {
-        let recorder = Recorder::new(kube.clone());
         Self {
-            connector: Connector::new(kube.clone(), metrics.clone()),
-            kube,
+            connector: Connector::new(cluster.clone(), metrics.clone()),
+            recorder: Recorder::new(cluster.clone()),
+            cluster,
             settings,
             metrics,
             limiter: RateLimiter::new(max_reconcile_rate),
-            recorder,
             backoff: Backoff::default(),
             activations: crate::activation::Activations::default(),
+            own_writes: echo::OwnWrites::default(),
         }
     }
 
@@ -98,14 +107,33 @@ impl Context {
     }
 }
 
-/// Runs the controller of kind `K` until `shutdown` resolves; in-flight
-/// reconciles finish first.
+/// Runs the controller of kind `K`, watching through `kube`, until
+/// `shutdown` resolves; in-flight reconciles finish first.
+///
+/// The watch keeps no `managedFields` (the reconciler never reads them, and
+/// they are most of an object's size), and drops the echoes of this
+/// process's own writes ([`echo`]).
 pub async fn run_controller<K: ManagedKind>(
     ctx: Arc<Context>,
+    kube: kube::Client,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let api: Api<K> = Api::all(ctx.kube.clone());
-    Controller::new(api, watcher::Config::default().any_semantic())
+    let api: Api<K> = Api::all(kube);
+    let (reader, writer) = reflector::store();
+    let filter_ctx = ctx.clone();
+    let trigger = watcher(api, watcher::Config::default().any_semantic())
+        .default_backoff()
+        .modify(|mr: &mut K| mr.managed_fields_mut().clear())
+        .reflect(writer)
+        .applied_objects()
+        .try_filter(move |mr| {
+            let echo = match (mr.uid(), mr.resource_version()) {
+                (Some(uid), Some(version)) => filter_ctx.own_writes.is_echo(&uid, &version),
+                _ => false,
+            };
+            future::ready(!echo)
+        });
+    Controller::for_stream(trigger, reader)
         .graceful_shutdown_on(shutdown)
         .run(
             reconcile::reconcile::<K>,

@@ -5,7 +5,6 @@
 //! conditions). The decisions come from [`crate::policy`] and
 //! [`crate::plan`]; this module gathers facts and carries decisions out.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,19 +17,19 @@ use apis::well_known::{
     PAUSED_ANNOTATION,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{Patch, PatchParams};
+use kube::ResourceExt;
 use kube::runtime::controller::Action;
-use kube::{Api, ResourceExt};
 use serde_json::{Map, Value, json};
 use tracing::{Instrument, field, info, info_span, warn};
 
 use super::backoff::Intent;
+use super::cluster::{ObjectKey, typed};
 use super::connection::ConnectionSecret;
 use super::error::ReconcileError;
-use super::kind::{ManagedKind, Readiness, non_cloud_fields};
+use super::kind::{Created, ManagedKind, Readiness, non_cloud_fields};
 use super::references::Resolver;
 use super::session::Session;
-use super::{CONFLICT_RETRY, Context, EventType, FIELD_MANAGER};
+use super::{CONFLICT_RETRY, Context, EventType};
 use crate::fields::{late_initialize, merge_init_under, without_keys};
 use crate::plan::{
     self, CreateMarks, DeleteStep, Observed, RecordCreated, Step, delete_step, idempotency_key,
@@ -49,10 +48,40 @@ pub enum Never {}
 
 /// Entry point for kube's `Controller::run`.
 pub async fn reconcile<K: ManagedKind>(mr: Arc<K>, ctx: Arc<Context>) -> Result<Action, Never> {
+    Ok(match reconcile_once(&*mr, &ctx).await.next {
+        Next::After(wait) => Action::requeue(wait),
+        Next::Change => Action::await_change(),
+    })
+}
+
+/// When a resource is reconciled again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// After this long (a poll, a backoff, a quiet retry).
+    After(Duration),
+    /// Only when the object changes (paused, or a user error).
+    Change,
+}
+
+/// How one reconcile ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    pub next: Next,
+    /// The `result` label of `reconciles_total` (`success`, `paused`,
+    /// `conflict`, `error`), or `backoff` when a backoff skipped the
+    /// reconcile: that one is not counted, as it did nothing.
+    pub result: &'static str,
+}
+
+/// One reconcile of `mr`, the copy the caller holds.
+pub async fn reconcile_once<K: ManagedKind>(mr: &K, ctx: &Context) -> Outcome {
     let key = mr.uid().unwrap_or_default();
-    let intent = intent_of(&*mr);
+    let intent = intent_of(mr);
     if let Some(wait) = ctx.backoff.remaining(&key, &intent) {
-        return Ok(Action::requeue(wait));
+        return Outcome {
+            next: Next::After(wait),
+            result: "backoff",
+        };
     }
     ctx.limiter.acquire().await;
     let kind = K::kind(&()).into_owned();
@@ -74,7 +103,7 @@ pub async fn reconcile<K: ManagedKind>(mr: Arc<K>, ctx: Arc<Context>) -> Result<
     }
     async move {
         let timer = std::time::Instant::now();
-        let mut run = Run::new((*mr).clone(), &ctx);
+        let mut run = Run::new(mr.clone(), ctx);
         let result = run.steps().await;
         let (mut action, mut outcome) = match result {
             Ok(action) => {
@@ -87,7 +116,7 @@ pub async fn reconcile<K: ManagedKind>(mr: Arc<K>, ctx: Arc<Context>) -> Result<
                 // look again shortly with a fresh copy.
                 tracing::debug!(error = %error, "stale copy; retrying");
                 run.status = run.original.clone();
-                (Action::requeue(CONFLICT_RETRY), "conflict")
+                (Next::After(CONFLICT_RETRY), "conflict")
             }
             Err(error) => {
                 warn!(error = %error, "reconcile failed");
@@ -95,7 +124,7 @@ pub async fn reconcile<K: ManagedKind>(mr: Arc<K>, ctx: Arc<Context>) -> Result<
                     .set_condition(Condition::reconcile_error(error.to_string()));
                 run.event(EventType::Warning, "ReconcileError", &error.to_string())
                     .await;
-                (Action::requeue(ctx.backoff.failed(&key, intent)), "error")
+                (Next::After(ctx.backoff.failed(&key, intent)), "error")
             }
         };
         match run.write_status().await {
@@ -105,13 +134,16 @@ pub async fn reconcile<K: ManagedKind>(mr: Arc<K>, ctx: Arc<Context>) -> Result<
                 // the user): this status may be stale, so it is not written;
                 // look again shortly, as for any conflict.
                 tracing::debug!("status computed from a stale copy; retrying");
-                (action, outcome) = (Action::requeue(CONFLICT_RETRY), "conflict");
+                (action, outcome) = (Next::After(CONFLICT_RETRY), "conflict");
             }
             Err(error) => warn!(error = %error, "cannot write status"),
         }
         ctx.metrics
             .record_reconcile(&kind, outcome, timer.elapsed());
-        Ok(action)
+        Outcome {
+            next: action,
+            result: outcome,
+        }
     }
     .instrument(span)
     .await
@@ -148,8 +180,9 @@ impl<'a, K: ManagedKind> Run<'a, K> {
         }
     }
 
-    fn api(&self) -> Api<K> {
-        Api::all(self.ctx.kube.clone())
+    /// Where the managed resource lives on the API server.
+    fn key(&self) -> ObjectKey {
+        ObjectKey::of::<K>(self.mr.namespace().as_deref(), &self.mr.name_any())
     }
 
     fn annotation(&self, key: &str) -> Option<String> {
@@ -178,7 +211,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             .unwrap_or(Value::Null)
     }
 
-    async fn steps(&mut self) -> Result<Action, ReconcileError> {
+    async fn steps(&mut self) -> Result<Next, ReconcileError> {
         let spec = self.mr.resource_spec().clone();
         let paused_annotation = self.annotation(PAUSED_ANNOTATION).as_deref() == Some("true");
         let actions = match policy::mode(
@@ -191,12 +224,12 @@ impl<'a, K: ManagedKind> Run<'a, K> {
                 self.set(Condition::reconcile_paused().with_message(
                     "reconciliation is paused by the crossplane.io/paused annotation or managementPolicies: []",
                 ));
-                return Ok(Action::await_change());
+                return Ok(Next::Change);
             }
             Mode::Unsupported(message) => {
                 // A user error no retry can fix: report it and wait for an edit.
                 self.set(Condition::reconcile_error(message));
-                return Ok(Action::await_change());
+                return Ok(Next::Change);
             }
             Mode::Active(actions) => actions,
         };
@@ -215,7 +248,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             external_name = Some(name);
         }
 
-        let resolver = Resolver::new(self.ctx.kube.clone(), self.controller_ref());
+        let resolver = Resolver::new(&*self.ctx.cluster, self.controller_ref());
         if let Some(for_provider) = resolver
             .resolve(&self.spec_json("forProvider"), K::REFERENCES)
             .await?
@@ -228,7 +261,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             .await?;
         }
 
-        let session = self.connect().await?;
+        let mut session = self.connect().await?;
         let seen = self.observe(&session, external_name.as_deref()).await?;
         let observed = observed_of::<K>(seen.as_ref());
         if self.create_marks().settled_by(&observed) {
@@ -245,7 +278,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
                 .connection_details(&session, seen)
                 .await
                 .map_err(ReconcileError::ConnectionDetails)?;
-            session.publish_connection_details(&details).await?;
+            session.publish(details).await?;
         }
 
         self.ensure_finalizer().await?;
@@ -263,7 +296,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
         };
         match live_step(actions, &desired, write_only, &observed) {
             Step::ReportMissing => Err(ReconcileError::ExternalMissing),
-            Step::Create => self.create(&session, external_name.as_deref()).await,
+            Step::Create => self.create(&mut session, external_name.as_deref()).await,
             step => {
                 let (Some(seen), Observed::Exists { at_provider, .. }) = (&seen, &observed) else {
                     unreachable!("update and up-to-date steps need an observation")
@@ -276,10 +309,12 @@ impl<'a, K: ManagedKind> Run<'a, K> {
                 if let Step::Update(patch) = step {
                     let name = external_name.as_deref().unwrap_or_default();
                     info!(fields = ?patch.keys().collect::<Vec<_>>(), "updating external resource");
-                    self.ctx
+                    let accepted = self
+                        .ctx
                         .call(&self.kind, "update", self.mr.update(&session, name, patch))
                         .await
                         .map_err(ReconcileError::Update)?;
+                    session.record(accepted).await?;
                     self.event(
                         EventType::Normal,
                         "UpdatedExternalResource",
@@ -292,7 +327,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
                 if updated {
                     // The cloud is applying the change (UPDATING, modifying):
                     // look again soon rather than a whole poll later.
-                    return Ok(Action::requeue(self.ctx.settings.pending_poll_interval));
+                    return Ok(Next::After(self.ctx.settings.pending_poll_interval));
                 }
                 Ok(self.requeue_for(readiness))
             }
@@ -301,27 +336,26 @@ impl<'a, K: ManagedKind> Run<'a, K> {
 
     /// The deletion branch: orphan, or delete and wait until gone, then drop
     /// the finalizer.
-    async fn delete(&mut self, orphan: bool) -> Result<Action, ReconcileError> {
+    async fn delete(&mut self, orphan: bool) -> Result<Next, ReconcileError> {
         self.set(Condition::deleting());
-        let observed = match (orphan, self.annotation(EXTERNAL_NAME_ANNOTATION)) {
-            (true, _) | (false, None) => Observed::Missing,
+        let external_name = self.annotation(EXTERNAL_NAME_ANNOTATION);
+        let (session, observed) = match (orphan, &external_name) {
+            (true, _) | (false, None) => (None, Observed::Missing),
             (false, Some(name)) => {
                 let session = self.connect().await?;
-                observed_of::<K>(self.observe(&session, Some(&name)).await?.as_ref())
+                let seen = self.observe(&session, Some(name)).await?;
+                (Some(session), observed_of::<K>(seen.as_ref()))
             }
         };
-        match delete_step(orphan, &observed) {
-            DeleteStep::Orphan | DeleteStep::Finished => {
+        match (delete_step(orphan, &observed), session) {
+            (DeleteStep::Orphan | DeleteStep::Finished, _) => {
                 info!(orphan, "external resource released; removing finalizer");
                 self.remove_finalizer().await?;
-                Ok(Action::await_change())
+                Ok(Next::Change)
             }
-            DeleteStep::AwaitGone => Ok(Action::requeue(self.ctx.settings.pending_poll_interval)),
-            DeleteStep::Delete => {
-                let name = self
-                    .annotation(EXTERNAL_NAME_ANNOTATION)
-                    .unwrap_or_default();
-                let session = self.connect().await?;
+            (DeleteStep::AwaitGone, _) => Ok(Next::After(self.ctx.settings.pending_poll_interval)),
+            (DeleteStep::Delete, Some(session)) => {
+                let name = external_name.unwrap_or_default();
                 info!("deleting external resource");
                 self.ctx
                     .call(&self.kind, "delete", self.mr.delete(&session, &name))
@@ -334,16 +368,19 @@ impl<'a, K: ManagedKind> Run<'a, K> {
                 )
                 .await;
                 self.set(Condition::reconcile_success());
-                Ok(Action::requeue(self.ctx.settings.pending_poll_interval))
+                Ok(Next::After(self.ctx.settings.pending_poll_interval))
+            }
+            (DeleteStep::Delete, None) => {
+                unreachable!("a delete step follows an observation, which connected")
             }
         }
     }
 
     async fn create(
         &mut self,
-        session: &Session,
+        session: &mut Session<'_>,
         external_name: Option<&str>,
-    ) -> Result<Action, ReconcileError> {
+    ) -> Result<Next, ReconcileError> {
         let merged = merge_init_under(
             &self.spec_json("forProvider"),
             &self.spec_json("initProvider"),
@@ -353,6 +390,14 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             &self.mr.uid().unwrap_or_default(),
             self.create_marks().succeeded,
         );
+        // Details only the provider knows (a generated password) are kept
+        // before the call that uses them, so no crash can lose them.
+        let before = self
+            .mr
+            .details_before_create(session)
+            .await
+            .map_err(ReconcileError::Create)?;
+        session.keep(before).await?;
         // Guarded by the resourceVersion this reconcile read: if another
         // replica, or our own earlier reconcile, wrote since, our copy may
         // lack an external name that already exists, so we create nothing
@@ -369,9 +414,13 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             )
             .await
         {
-            Ok(name) => {
+            Ok(Created {
+                external_name: name,
+                connection_details,
+            }) => {
                 tracing::Span::current().record("external_name", name.as_str());
                 self.record_created(&name).await?;
+                session.record(connection_details).await?;
                 self.event(
                     EventType::Normal,
                     "CreatedExternalResource",
@@ -380,7 +429,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
                 .await;
                 self.set(Condition::reconcile_success());
                 self.set(Condition::creating());
-                Ok(Action::requeue(self.ctx.settings.pending_poll_interval))
+                Ok(Next::After(self.ctx.settings.pending_poll_interval))
             }
             Err(error) => {
                 self.annotate(&[(EXTERNAL_CREATE_FAILED_ANNOTATION, Some(now()))])
@@ -413,14 +462,21 @@ impl<'a, K: ManagedKind> Run<'a, K> {
                 Err(error) if error.is_conflict() && attempt < RECORD_ATTEMPTS => {}
                 other => return other,
             }
-            self.mr = self
-                .api()
-                .get(&self.mr.name_any())
+            let action = "read the resource again to record its external name";
+            let found = self
+                .ctx
+                .cluster
+                .get(&self.key())
                 .await
-                .map_err(|source| ReconcileError::Kube {
-                    action: "read the resource again to record its external name",
-                    source,
-                })?;
+                .and_then(|found| found.map(typed::<K>).transpose())
+                .map_err(|source| ReconcileError::Kube { action, source })?;
+            let Some(found) = found else {
+                return Err(ReconcileError::CreateSuperseded {
+                    created: name.to_owned(),
+                    recorded: "nothing: the managed resource is gone".to_owned(),
+                });
+            };
+            self.mr = found;
             if self.mr.uid() != uid {
                 return Err(ReconcileError::CreateSuperseded {
                     created: name.to_owned(),
@@ -473,7 +529,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
         Ok(())
     }
 
-    async fn connect(&self) -> Result<Session, ReconcileError> {
+    async fn connect(&self) -> Result<Session<'a>, ReconcileError> {
         let connection = self
             .mr
             .resource_spec()
@@ -483,23 +539,19 @@ impl<'a, K: ManagedKind> Run<'a, K> {
                 target,
                 owner: self.owner_ref(),
             });
-        let connection_data = match &connection {
-            Some(c) => c.read(&self.ctx.kube).await?,
-            None => BTreeMap::new(),
-        };
         let cloud = self.ctx.connector.connect(&self.mr, &self.kind).await?;
-        Ok(Session::new(
+        Ok(Session::open(
             cloud,
-            self.ctx.kube.clone(),
+            &*self.ctx.cluster,
             connection,
-            connection_data,
             self.ctx.metrics.kube_write_counter(&self.kind, "secret"),
-        ))
+        )
+        .await?)
     }
 
     async fn observe(
         &self,
-        session: &Session,
+        session: &Session<'_>,
         external_name: Option<&str>,
     ) -> Result<Option<K::Observation>, ReconcileError> {
         let Some(name) = external_name else {
@@ -534,10 +586,10 @@ impl<'a, K: ManagedKind> Run<'a, K> {
         self.set(condition);
     }
 
-    fn requeue_for(&self, readiness: Readiness) -> Action {
+    fn requeue_for(&self, readiness: Readiness) -> Next {
         match readiness {
-            Readiness::Available => Action::requeue(jittered(self.ctx.settings.poll_interval)),
-            _ => Action::requeue(self.ctx.settings.pending_poll_interval),
+            Readiness::Available => Next::After(jittered(self.ctx.settings.poll_interval)),
+            _ => Next::After(self.ctx.settings.pending_poll_interval),
         }
     }
 
@@ -619,16 +671,23 @@ impl<'a, K: ManagedKind> Run<'a, K> {
         target: &'static str,
     ) -> Result<(), ReconcileError> {
         self.mr = self
-            .api()
-            .patch(
-                &self.mr.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
+            .ctx
+            .cluster
+            .merge_patch(&self.key(), patch)
             .await
+            .and_then(typed)
             .map_err(|source| ReconcileError::Kube { action, source })?;
         self.ctx.metrics.kube_write(&self.kind, target);
+        self.remember_write(self.mr.resource_version().as_deref());
         Ok(())
+    }
+
+    /// Remembers a version this reconcile wrote, so its echo through the
+    /// watch is not reconciled again (see [`super::echo`]).
+    fn remember_write(&self, resource_version: Option<&str>) {
+        if let (Some(uid), Some(version)) = (self.mr.uid(), resource_version) {
+            self.ctx.own_writes.wrote(&uid, version);
+        }
     }
 
     async fn ensure_finalizer(&mut self) -> Result<(), ReconcileError> {
@@ -672,7 +731,12 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             "update finalizers",
             "metadata",
         )
-        .await
+        .await?;
+        // Nothing of ours is left to echo.
+        if let Some(uid) = self.mr.uid() {
+            self.ctx.own_writes.forget(&uid);
+        }
+        Ok(())
     }
 
     /// Applies the status through the status subresource when it changed,
@@ -690,13 +754,12 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             "metadata": { "resourceVersion": self.mr.resource_version() },
             "status": self.status,
         });
-        self.api()
-            .patch_status(
-                &self.mr.name_any(),
-                &PatchParams::apply(FIELD_MANAGER).force(),
-                &Patch::Apply(&body),
-            )
-            .await?;
+        let written = self.ctx.cluster.apply(&self.key(), body, true).await?;
+        self.remember_write(
+            written
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str),
+        );
         self.ctx.metrics.kube_write(&self.kind, "status");
         self.original = self.status.clone();
         Ok(())

@@ -9,22 +9,25 @@
 use apis::ReferenceField;
 use apis::common::{Reference, ReferencePolicy, Selector};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
-use kube::{Api, ResourceExt};
+use kube::api::{ApiResource, GroupVersionKind};
 use serde_json::Value;
 
+use super::cluster::{Cluster, ObjectKey};
 use super::error::ReferenceError;
 
 /// Resolves references on behalf of one managed resource.
-pub struct Resolver {
-    kube: kube::Client,
+pub struct Resolver<'a> {
+    cluster: &'a dyn Cluster,
     /// The resolving resource's controller, for `matchControllerRef`.
     controller: Option<OwnerReference>,
 }
 
-impl Resolver {
-    pub fn new(kube: kube::Client, controller: Option<OwnerReference>) -> Self {
-        Self { kube, controller }
+impl<'a> Resolver<'a> {
+    pub fn new(cluster: &'a dyn Cluster, controller: Option<OwnerReference>) -> Self {
+        Self {
+            cluster,
+            controller,
+        }
     }
 
     /// Resolves every reference of `for_provider` (JSON). Returns the new
@@ -115,18 +118,22 @@ impl Resolver {
         }))
     }
 
-    fn api(&self, field: &ReferenceField) -> Api<DynamicObject> {
+    fn resource(field: &ReferenceField) -> ApiResource {
         let gvk =
             GroupVersionKind::gvk(field.target_group, field.target_version, field.target_kind);
-        let resource = ApiResource::from_gvk_with_plural(&gvk, field.target_plural);
-        Api::all_with(self.kube.clone(), &resource)
+        ApiResource::from_gvk_with_plural(&gvk, field.target_plural)
     }
 
     /// The referenced object's value at the field's pointer.
     async fn value_of(&self, field: &ReferenceField, name: &str) -> Result<String, ReferenceError> {
+        let key = ObjectKey {
+            resource: Self::resource(field),
+            namespace: None,
+            name: name.to_owned(),
+        };
         let object = self
-            .api(field)
-            .get_opt(name)
+            .cluster
+            .get(&key)
             .await
             .map_err(|source| ReferenceError::Kube {
                 kind: field.target_kind,
@@ -137,7 +144,6 @@ impl Resolver {
                 name: name.to_owned(),
             })?;
         object
-            .data
             .pointer(field.target_value_pointer)
             .and_then(Value::as_str)
             .filter(|v| !v.is_empty())
@@ -164,8 +170,8 @@ impl Resolver {
             .collect::<Vec<_>>()
             .join(",");
         let list = self
-            .api(field)
-            .list(&ListParams::default().labels(&labels))
+            .cluster
+            .list(&Self::resource(field), &labels)
             .await
             .map_err(|source| ReferenceError::Kube {
                 kind: field.target_kind,
@@ -173,10 +179,9 @@ impl Resolver {
             })?;
         let want_controller = selector.match_controller_ref == Some(true);
         let mut names: Vec<String> = list
-            .items
             .iter()
-            .filter(|o| !want_controller || self.same_controller(o.owner_references()))
-            .map(ResourceExt::name_any)
+            .filter(|o| !want_controller || self.same_controller(&owners(o)))
+            .filter_map(|o| o.pointer("/metadata/name")?.as_str().map(str::to_owned))
             .collect();
         names.sort();
         Ok(names)
@@ -189,4 +194,13 @@ impl Resolver {
             _ => false,
         }
     }
+}
+
+/// The owner references of an object read as JSON.
+fn owners(object: &Value) -> Vec<OwnerReference> {
+    object
+        .pointer("/metadata/ownerReferences")
+        .cloned()
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_default()
 }

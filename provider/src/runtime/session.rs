@@ -1,116 +1,131 @@
 //! What a kind's cloud calls can reach during one reconcile: the fakecloud
-//! client of the resource's ProviderConfig, Secrets it needs, and its
-//! connection Secret.
+//! client of the resource's ProviderConfig, Secrets it reads as input, and
+//! what the resource's connection Secret holds.
+//!
+//! The connection Secret itself belongs to the runtime: it reads it once per
+//! reconcile and is its only writer. A kind sees its data and returns the
+//! details to keep; it never writes the Secret.
 
 use std::collections::BTreeMap;
 
 use apis::common::SecretKeySelector;
 use k8s_openapi::api::core::v1::Secret;
-use kube::Api;
 use prometheus_client::metrics::counter::Counter;
-use tokio::sync::Mutex;
 
+use super::cluster::{Cluster, ObjectKey, typed};
 use super::connection::ConnectionSecret;
-use super::error::ExternalError;
+use super::error::{ConnectionError, ExternalError};
 
-pub struct Session {
+/// Connection details as the Secret's `data` holds them, decoded.
+pub type Details = BTreeMap<String, String>;
+
+pub struct Session<'a> {
     pub cloud: fakecloud::client::Client,
-    kube: kube::Client,
+    cluster: &'a dyn Cluster,
     connection: Option<ConnectionSecret>,
     /// The connection Secret's data as last read or written.
-    connection_data: Mutex<BTreeMap<String, String>>,
+    connection_data: Details,
     /// Counts writes of the connection Secret (`kube_writes{target="secret"}`).
     secret_writes: Counter,
 }
 
-impl Session {
-    pub fn new(
+impl<'a> Session<'a> {
+    /// Reads the connection Secret (when the resource has one) once, for
+    /// every step of this reconcile.
+    pub(super) async fn open(
         cloud: fakecloud::client::Client,
-        kube: kube::Client,
+        cluster: &'a dyn Cluster,
         connection: Option<ConnectionSecret>,
-        connection_data: BTreeMap<String, String>,
         secret_writes: Counter,
-    ) -> Self {
-        Self {
+    ) -> Result<Self, ConnectionError> {
+        let connection_data = match &connection {
+            Some(c) => c.read(cluster).await?,
+            None => Details::new(),
+        };
+        Ok(Self {
             cloud,
-            kube,
+            cluster,
             connection,
-            connection_data: Mutex::new(connection_data),
+            connection_data,
             secret_writes,
-        }
+        })
     }
 
-    /// The value of one key of a Secret.
+    /// The value of one key of a Secret the kind takes input from.
     pub async fn secret_value(
         &self,
         selector: &SecretKeySelector,
     ) -> Result<String, ExternalError> {
-        read_secret_key(&self.kube, selector).await
-    }
-
-    /// Whether the resource has a connection Secret to keep details in.
-    pub fn keeps_connection_details(&self) -> bool {
-        self.connection.is_some()
+        read_secret_key(self.cluster, selector, false).await
     }
 
     /// What the connection Secret holds now (empty without one).
-    pub async fn connection_data(&self) -> BTreeMap<String, String> {
-        self.connection_data.lock().await.clone()
-    }
-
-    /// Saves one connection detail right away, before the cloud call that
-    /// uses it, so that a value only the provider knows (a generated
-    /// password) is never lost to a crash. Without a connection Secret it
-    /// could not be kept, so that is an error naming the field to set.
-    pub async fn remember_connection_detail(
-        &self,
-        key: &str,
-        value: &str,
-    ) -> Result<(), ExternalError> {
-        let Some(connection) = &self.connection else {
-            return Err(ExternalError::InvalidSpec(format!(
-                "the provider must keep a generated {key}: set spec.writeConnectionSecretToRef"
-            )));
-        };
-        let mut data = self.connection_data.lock().await;
-        let mut desired = data.clone();
-        desired.insert(key.to_owned(), value.to_owned());
-        if connection.publish(&self.kube, &data, &desired).await? {
-            self.secret_writes.inc();
-        }
-        *data = desired;
-        Ok(())
+    pub fn connection_data(&self) -> &Details {
+        &self.connection_data
     }
 
     /// Publishes the full set of connection details, writing only on change.
-    pub async fn publish_connection_details(
-        &self,
-        desired: &BTreeMap<String, String>,
-    ) -> Result<(), super::error::ConnectionError> {
+    pub(super) async fn publish(&mut self, desired: Details) -> Result<(), ConnectionError> {
         let Some(connection) = &self.connection else {
             return Ok(());
         };
-        let mut data = self.connection_data.lock().await;
-        if connection.publish(&self.kube, &data, desired).await? {
+        if connection
+            .publish(self.cluster, &self.connection_data, &desired)
+            .await?
+        {
             self.secret_writes.inc();
         }
-        *data = desired.clone();
+        self.connection_data = desired;
         Ok(())
+    }
+
+    /// Adds `details` to the Secret, when the resource has one.
+    pub(super) async fn record(&mut self, details: Details) -> Result<(), ConnectionError> {
+        let mut desired = self.connection_data.clone();
+        desired.extend(details);
+        self.publish(desired).await
+    }
+
+    /// Adds `details` that must not be lost (a generated password, before
+    /// the create that uses it): without a connection Secret they could not
+    /// be kept, so that is an error naming the field to set.
+    pub(super) async fn keep(&mut self, details: Details) -> Result<(), ConnectionError> {
+        if self.connection.is_none() && !details.is_empty() {
+            return Err(ConnectionError::Unkept {
+                keys: details.into_keys().collect::<Vec<_>>().join(", "),
+            });
+        }
+        self.record(details).await
     }
 }
 
-/// Reads `selector.key` of a Secret as UTF-8.
+/// Reads `selector.key` of a Secret as UTF-8; through a watch cache when
+/// `watched` (see [`Cluster::get_watched`]).
 pub async fn read_secret_key(
-    kube: &kube::Client,
+    cluster: &dyn Cluster,
     selector: &SecretKeySelector,
+    watched: bool,
 ) -> Result<String, ExternalError> {
-    let secret = Api::<Secret>::namespaced(kube.clone(), &selector.namespace)
-        .get(&selector.name)
+    let read_error = |source| ExternalError::ReadSecret {
+        namespace: selector.namespace.clone(),
+        name: selector.name.clone(),
+        source,
+    };
+    let key = ObjectKey::of::<Secret>(Some(&selector.namespace), &selector.name);
+    let read = if watched {
+        cluster.get_watched(&key)
+    } else {
+        cluster.get(&key)
+    };
+    let secret: Secret = read
         .await
-        .map_err(|source| ExternalError::ReadSecret {
+        .map_err(read_error)?
+        .map(typed)
+        .transpose()
+        .map_err(read_error)?
+        .ok_or_else(|| ExternalError::SecretMissing {
             namespace: selector.namespace.clone(),
             name: selector.name.clone(),
-            source,
         })?;
     let value = secret
         .data

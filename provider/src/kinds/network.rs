@@ -1,0 +1,99 @@
+//! VPC and Subnet: the same shape of kind. The cloud assigns the id that
+//! becomes the external name, `region` steers every call, and the state
+//! goes `pending` -> `available`. A Subnet's `vpcId` may come from
+//! `vpcIdRef` or `vpcIdSelector`, which the runtime resolves to the
+//! referenced VPC's `status.atProvider.id` before any of this runs.
+
+use fakecloud::model::NetworkState;
+use serde_json::{Map, Value};
+
+use super::{create_body, deleted, observed};
+use crate::runtime::error::ExternalError;
+use crate::runtime::{Created, Details, ManagedKind, Readiness, Session};
+
+/// Readiness of the network kinds: `pending` -> `available`.
+fn network_readiness(state: NetworkState) -> Readiness {
+    match state {
+        NetworkState::Available => Readiness::Available,
+        NetworkState::Pending => Readiness::Creating,
+    }
+}
+
+/// One network kind: its managed type, fakecloud model and client calls.
+/// A macro rather than a generic impl because fakecloud's client names a
+/// method per kind.
+macro_rules! network_kind {
+    ($kind:ty, $model:ty, $get:ident, $create:ident, $patch:ident, $delete:ident) => {
+        impl ManagedKind for $kind {
+            type Observation = $model;
+
+            const STEERING_FIELDS: &'static [&'static str] = &["region"];
+
+            async fn observe(
+                &self,
+                session: &Session<'_>,
+                id: &str,
+            ) -> Result<Option<Self::Observation>, ExternalError> {
+                observed(session.cloud.$get(&self.spec.for_provider.region, id).await)
+            }
+
+            async fn create(
+                &self,
+                session: &Session<'_>,
+                _: Option<&str>,
+                desired: Value,
+                idempotency_key: &str,
+            ) -> Result<Created, ExternalError> {
+                let body = create_body(desired)?;
+                let created = session
+                    .cloud
+                    .$create(&self.spec.for_provider.region, &body, Some(idempotency_key))
+                    .await?;
+                Ok(Created::named(created.resource.id))
+            }
+
+            async fn update(
+                &self,
+                session: &Session<'_>,
+                id: &str,
+                patch: Map<String, Value>,
+            ) -> Result<Details, ExternalError> {
+                session
+                    .cloud
+                    .$patch(&self.spec.for_provider.region, id, &patch, None)
+                    .await?;
+                Ok(Details::new())
+            }
+
+            async fn delete(&self, session: &Session<'_>, id: &str) -> Result<(), ExternalError> {
+                deleted(
+                    session
+                        .cloud
+                        .$delete(&self.spec.for_provider.region, id)
+                        .await,
+                )
+            }
+
+            fn readiness(observed: &Self::Observation) -> Readiness {
+                network_readiness(observed.state)
+            }
+        }
+    };
+}
+
+network_kind!(
+    apis::kinds::Vpc,
+    fakecloud::model::Vpc,
+    get_vpc,
+    create_vpc,
+    patch_vpc,
+    delete_vpc
+);
+network_kind!(
+    apis::kinds::Subnet,
+    fakecloud::model::Subnet,
+    get_subnet,
+    create_subnet,
+    patch_subnet,
+    delete_subnet
+);

@@ -1,0 +1,302 @@
+//! The Kubernetes side of a reconcile, narrowed to the five object
+//! operations it makes: get, list by label, merge patch, server-side apply
+//! and create.
+//!
+//! Everything the runtime writes or reads on the API server during a
+//! reconcile (the managed resource's metadata and status, its connection
+//! Secret, Events, ProviderConfigs and their usages, referenced objects,
+//! Secrets a kind reads) goes through [`Cluster`]. [`KubeCluster`] is the
+//! real one; the unit tests of the reconciler's flows run on an in-memory
+//! one (`memory.rs`) that keeps the rules those flows rely on
+//! (resourceVersion preconditions, generations, finalizers), so the flows are
+//! tested without a cluster and the e2e suite tests them with one.
+//!
+//! A controller's watch is not part of it (kube-runtime's, and a reconcile
+//! is handed the object it works on); the watch caches that serve
+//! [`Cluster::get_watched`] are the real implementation's business.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::{StreamExt, future};
+use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams, Resource};
+use kube::core::Status;
+use kube::runtime::reflector::{ObjectRef, Store, store::Writer};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, ResourceExt};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio::task::AbortHandle;
+
+use super::FIELD_MANAGER;
+
+#[cfg(test)]
+pub mod memory;
+
+/// Where an object lives: its API resource (group, version, kind and plural)
+/// and its namespace (`None` for cluster-scoped objects) and name.
+#[derive(Debug, Clone)]
+pub struct ObjectKey {
+    pub resource: ApiResource,
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// The key of an object of the typed kind `K`.
+    pub fn of<K: Resource<DynamicType = ()>>(namespace: Option<&str>, name: &str) -> Self {
+        Self {
+            resource: ApiResource::erase::<K>(&()),
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
+        }
+    }
+}
+
+/// The object operations a reconcile makes. Every write is made as the
+/// provider's field manager; errors are the API server's own (`kube::Error`),
+/// so a 409 or 404 means the same whichever implementation answered.
+pub trait Cluster: Send + Sync {
+    /// The object, or `None` when it does not exist.
+    fn get<'a>(&'a self, key: &'a ObjectKey) -> BoxFuture<'a, Result<Option<Value>, kube::Error>>;
+
+    /// [`Cluster::get`] for objects that every reconcile reads and few
+    /// write (ProviderConfigs, their credentials Secrets): served from a
+    /// watch cache the API server keeps current, so a change takes effect on
+    /// the next reconcile without a GET per reconcile. A namespaced object
+    /// is watched alone, by name; a cluster-scoped kind, as a whole.
+    fn get_watched<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+    ) -> BoxFuture<'a, Result<Option<Value>, kube::Error>>;
+
+    /// The objects of a resource, in every namespace, whose labels match
+    /// `labels` (a `k=v,k2=v2` selector; empty matches all).
+    fn list<'a>(
+        &'a self,
+        resource: &'a ApiResource,
+        labels: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Value>, kube::Error>>;
+
+    /// A JSON merge patch. A `metadata.resourceVersion` in the patch is a
+    /// precondition: the API server answers 409 when the object moved on.
+    fn merge_patch<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+        patch: Value,
+    ) -> BoxFuture<'a, Result<Value, kube::Error>>;
+
+    /// A forced server-side apply of `body`, to the status subresource when
+    /// `status`; creates the object when it does not exist. A
+    /// `metadata.resourceVersion` in the body is a precondition too.
+    fn apply<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+        body: Value,
+        status: bool,
+    ) -> BoxFuture<'a, Result<Value, kube::Error>>;
+
+    /// Creates `body`; 409 when an object of that name exists.
+    fn create<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+        body: Value,
+    ) -> BoxFuture<'a, Result<Value, kube::Error>>;
+}
+
+/// Reads a JSON object as a typed one, reporting a mismatch as kube does.
+pub fn typed<T: DeserializeOwned>(value: Value) -> Result<T, kube::Error> {
+    serde_json::from_value(value).map_err(kube::Error::SerdeError)
+}
+
+/// [`Cluster`] on a real API server.
+#[derive(Clone)]
+pub struct KubeCluster {
+    client: kube::Client,
+    caches: Arc<Caches>,
+}
+
+/// How long a new watch cache may take to list before a read from it
+/// fails: the provider cannot list or watch what it reads.
+const CACHE_SYNC: Duration = Duration::from_secs(10);
+
+/// What one watch cache covers: a resource, and for a namespaced object its
+/// namespace and name.
+type CacheKey = (String, String, Option<String>, Option<String>);
+
+/// The watch caches behind [`Cluster::get_watched`], started on first use
+/// and stopped with the last clone of the [`KubeCluster`].
+#[derive(Default)]
+struct Caches {
+    stores: Mutex<HashMap<CacheKey, Store<DynamicObject>>>,
+    watches: Mutex<Vec<AbortHandle>>,
+}
+
+impl Drop for Caches {
+    fn drop(&mut self) {
+        for watch in self.watches.get_mut().into_iter().flatten() {
+            watch.abort();
+        }
+    }
+}
+
+impl KubeCluster {
+    pub fn new(client: kube::Client) -> Self {
+        Self {
+            client,
+            caches: Arc::default(),
+        }
+    }
+
+    /// The watch cache that holds `key`, started when there is none yet.
+    fn store(&self, key: &ObjectKey) -> Store<DynamicObject> {
+        let name = key.namespace.as_ref().map(|_| key.name.clone());
+        let cache: CacheKey = (
+            key.resource.api_version.clone(),
+            key.resource.kind.clone(),
+            key.namespace.clone(),
+            name.clone(),
+        );
+        let mut stores = self.caches.stores.lock().expect("cache lock poisoned");
+        if let Some(store) = stores.get(&cache) {
+            return store.clone();
+        }
+        let writer = Writer::<DynamicObject>::new(key.resource.clone());
+        let store = writer.as_reader();
+        let mut config = watcher::Config::default().any_semantic();
+        if let Some(name) = &name {
+            config = config.fields(&format!("metadata.name={name}"));
+        }
+        let watch = watcher(self.api(key), config)
+            .default_backoff()
+            .modify(|object: &mut DynamicObject| object.managed_fields_mut().clear())
+            .reflect(writer)
+            .for_each(|_| future::ready(()));
+        let task = tokio::spawn(watch);
+        self.caches
+            .watches
+            .lock()
+            .expect("cache lock poisoned")
+            .push(task.abort_handle());
+        stores.insert(cache, store.clone());
+        store
+    }
+
+    fn api(&self, key: &ObjectKey) -> Api<DynamicObject> {
+        match &key.namespace {
+            Some(namespace) => Api::namespaced_with(self.client.clone(), namespace, &key.resource),
+            None => Api::all_with(self.client.clone(), &key.resource),
+        }
+    }
+}
+
+fn json(object: DynamicObject) -> Result<Value, kube::Error> {
+    serde_json::to_value(object).map_err(kube::Error::SerdeError)
+}
+
+impl Cluster for KubeCluster {
+    fn get<'a>(&'a self, key: &'a ObjectKey) -> BoxFuture<'a, Result<Option<Value>, kube::Error>> {
+        Box::pin(async move {
+            self.api(key)
+                .get_opt(&key.name)
+                .await?
+                .map(json)
+                .transpose()
+        })
+    }
+
+    fn get_watched<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+    ) -> BoxFuture<'a, Result<Option<Value>, kube::Error>> {
+        Box::pin(async move {
+            let store = self.store(key);
+            if !matches!(
+                tokio::time::timeout(CACHE_SYNC, store.wait_until_ready()).await,
+                Ok(Ok(()))
+            ) {
+                let message = format!(
+                    "the watch of {} has not listed within {CACHE_SYNC:?}: can the provider list and watch them?",
+                    key.resource.plural
+                );
+                return Err(kube::Error::Api(
+                    Status::failure(&message, "Timeout").with_code(504).boxed(),
+                ));
+            }
+            let mut reference = ObjectRef::new_with(&key.name, key.resource.clone());
+            if let Some(namespace) = &key.namespace {
+                reference = reference.within(namespace);
+            }
+            store
+                .get(&reference)
+                .map(|object| json((*object).clone()))
+                .transpose()
+        })
+    }
+
+    fn list<'a>(
+        &'a self,
+        resource: &'a ApiResource,
+        labels: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Value>, kube::Error>> {
+        Box::pin(async move {
+            Api::<DynamicObject>::all_with(self.client.clone(), resource)
+                .list(&ListParams::default().labels(labels))
+                .await?
+                .items
+                .into_iter()
+                .map(json)
+                .collect()
+        })
+    }
+
+    fn merge_patch<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+        patch: Value,
+    ) -> BoxFuture<'a, Result<Value, kube::Error>> {
+        Box::pin(async move {
+            json(
+                self.api(key)
+                    .patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await?,
+            )
+        })
+    }
+
+    fn apply<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+        body: Value,
+        status: bool,
+    ) -> BoxFuture<'a, Result<Value, kube::Error>> {
+        Box::pin(async move {
+            let params = PatchParams::apply(FIELD_MANAGER).force();
+            let api = self.api(key);
+            let applied = if status {
+                api.patch_status(&key.name, &params, &Patch::Apply(&body))
+                    .await?
+            } else {
+                api.patch(&key.name, &params, &Patch::Apply(&body)).await?
+            };
+            json(applied)
+        })
+    }
+
+    fn create<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+        body: Value,
+    ) -> BoxFuture<'a, Result<Value, kube::Error>> {
+        Box::pin(async move {
+            let object: DynamicObject = typed(body)?;
+            json(
+                self.api(key)
+                    .create(&PostParams::default(), &object)
+                    .await?,
+            )
+        })
+    }
+}

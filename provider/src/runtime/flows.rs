@@ -1,0 +1,598 @@
+//! The reconciler's flows, without a cluster: the generic reconciler runs on
+//! the in-memory [`Cluster`](super::cluster::memory::MemoryCluster) against
+//! a real fakecloud served in-process (HTTP on loopback, SQLite in memory),
+//! and every test counts what fakecloud holds. The e2e suite runs the same
+//! flows on a real API server; these pin down each step's writes and
+//! decisions, and run in milliseconds.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use apis::common::condition::{TYPE_READY, TYPE_SYNCED};
+use apis::kinds::provider_config::{ProviderConfig, ProviderConfigUsage};
+use apis::kinds::{DatabaseInstance, Vpc};
+use apis::well_known::{
+    EXTERNAL_CREATE_FAILED_ANNOTATION, EXTERNAL_CREATE_PENDING_ANNOTATION,
+    EXTERNAL_CREATE_SUCCEEDED_ANNOTATION, EXTERNAL_NAME_ANNOTATION, MANAGED_RESOURCE_FINALIZER,
+};
+use fakecloud::client::{AdminClient, Client};
+use fakecloud::model::{Credentials, FaultRuleSpec, Kind};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use serde_json::{Value, json};
+
+use super::cluster::ObjectKey;
+use super::cluster::memory::MemoryCluster;
+use super::reconcile::{Next, Outcome, reconcile_once};
+use super::{CONFLICT_RETRY, Context, ManagedKind, Settings};
+use crate::metrics::Metrics;
+use crate::plan::idempotency_key;
+
+const REGION: &str = "us-east-1";
+const PENDING_POLL: Duration = Duration::from_millis(500);
+
+/// One provider's worth of state: the in-memory cluster with a
+/// ProviderConfig and its credentials, a fakecloud, and the context every
+/// reconcile shares.
+struct Fixture {
+    cluster: Arc<MemoryCluster>,
+    ctx: Context,
+    cloud: fakecloud::RunningServer,
+    admin: AdminClient,
+    client: Client,
+}
+
+impl Fixture {
+    async fn new() -> Self {
+        let mut config = fakecloud::Config::new(fakecloud::IN_MEMORY);
+        config.default_delay = Duration::ZERO;
+        let cloud = fakecloud::spawn(config).await.expect("fakecloud starts");
+        let cluster = Arc::new(MemoryCluster::default());
+        let credentials = Secret {
+            data: Some([("apiKey".to_owned(), ByteString(cloud.api_key().into()))].into()),
+            ..Secret::default()
+        };
+        cluster.insert(
+            &ObjectKey::of::<Secret>(Some("crossplane-system"), "fakecloud-creds"),
+            serde_json::to_value(credentials).unwrap(),
+        );
+        cluster.insert(
+            &ObjectKey::of::<ProviderConfig>(None, "default"),
+            json!({ "spec": {
+                "endpoint": cloud.base_url(),
+                "credentials": { "source": "Secret", "secretRef": {
+                    "namespace": "crossplane-system", "name": "fakecloud-creds", "key": "apiKey",
+                } },
+            } }),
+        );
+        let ctx = Context::new(
+            cluster.clone(),
+            Settings {
+                poll_interval: Duration::from_secs(60),
+                pending_poll_interval: PENDING_POLL,
+                management_policies_enabled: true,
+            },
+            Metrics::new(),
+            1_000,
+        );
+        Self {
+            admin: AdminClient::new(cloud.base_url(), cloud.admin_token()),
+            client: Client::new(cloud.base_url(), cloud.api_key()),
+            cluster,
+            ctx,
+            cloud,
+        }
+    }
+
+    /// Creates a VPC managed resource as a user would; `spec` is merged
+    /// over a minimal one.
+    fn vpc(&self, name: &str, spec: Value) -> Vpc {
+        let mut object = json!({ "spec": {
+            "forProvider": { "region": REGION, "cidrBlock": "10.0.0.0/16" },
+        } });
+        json_patch::merge(&mut object, &json!({ "spec": spec }));
+        serde_json::from_value(self.cluster.insert(&key::<Vpc>(name), object)).unwrap()
+    }
+
+    /// The managed resource as the API server holds it now.
+    fn current<K: ManagedKind>(&self, name: &str) -> Option<K> {
+        self.cluster
+            .object(&key::<K>(name))
+            .map(|o| serde_json::from_value(o).unwrap())
+    }
+
+    /// One reconcile of the current copy.
+    async fn reconcile<K: ManagedKind>(&self, name: &str) -> Outcome {
+        let mr: K = self.current(name).expect("the managed resource exists");
+        reconcile_once(&mr, &self.ctx).await
+    }
+
+    /// How many resources of `kind` fakecloud holds.
+    async fn cloud_count(&self, kind: Kind) -> usize {
+        self.admin.resources(Some(kind), None).await.unwrap().len()
+    }
+
+    fn annotation<K: ManagedKind>(&self, name: &str, annotation: &str) -> Option<String> {
+        self.cluster
+            .object(&key::<K>(name))?
+            .pointer(&format!(
+                "/metadata/annotations/{}",
+                annotation.replace('/', "~1")
+            ))?
+            .as_str()
+            .map(str::to_owned)
+    }
+
+    /// `(status, message)` of a condition of the current copy.
+    fn condition<K: ManagedKind>(&self, name: &str, type_: &str) -> Option<(String, String)> {
+        let object = self.cluster.object(&key::<K>(name))?;
+        let conditions = object.pointer("/status/conditions")?.as_array()?.clone();
+        conditions
+            .into_iter()
+            .find(|c| c["type"] == type_)
+            .map(|c| {
+                (
+                    c["status"].as_str().unwrap_or_default().to_owned(),
+                    c["message"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+    }
+
+    /// The reasons of the Events written so far.
+    fn event_reasons(&self) -> Vec<String> {
+        self.cluster
+            .all("v1", "Event")
+            .iter()
+            .filter_map(|e| e["reason"].as_str().map(str::to_owned))
+            .collect()
+    }
+}
+
+fn key<K: ManagedKind>(name: &str) -> ObjectKey {
+    ObjectKey::of::<K>(None, name)
+}
+
+#[tokio::test]
+async fn a_create_is_marked_pending_then_succeeded_and_makes_one_resource() {
+    let f = Fixture::new().await;
+    f.vpc("net", json!({}));
+
+    let first = f.reconcile::<Vpc>("net").await;
+    assert_eq!(first.result, "success");
+    assert_eq!(first.next, Next::After(PENDING_POLL));
+    let id = f
+        .annotation::<Vpc>("net", EXTERNAL_NAME_ANNOTATION)
+        .expect("the cloud's id is recorded as the external name");
+    let pending = f
+        .annotation::<Vpc>("net", EXTERNAL_CREATE_PENDING_ANNOTATION)
+        .expect("create-pending is written before the call");
+    let succeeded = f
+        .annotation::<Vpc>("net", EXTERNAL_CREATE_SUCCEEDED_ANNOTATION)
+        .expect("create-succeeded is written after it");
+    assert!(succeeded >= pending, "{succeeded} < {pending}");
+    let mr: Vpc = f.current("net").unwrap();
+    assert!(
+        mr.metadata
+            .finalizers
+            .iter()
+            .flatten()
+            .any(|x| x == MANAGED_RESOURCE_FINALIZER)
+    );
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 1);
+    assert!(f.client.get_vpc(REGION, &id).await.is_ok());
+    assert_eq!(f.event_reasons(), ["CreatedExternalResource"]);
+    let usage = f
+        .cluster
+        .object(&ObjectKey::of::<ProviderConfigUsage>(
+            None,
+            mr.metadata.uid.as_deref().unwrap(),
+        ))
+        .expect("the usage of the ProviderConfig is recorded");
+    assert_eq!(usage["resourceRef"]["name"], "net");
+
+    // The next reconcile observes it: Ready, and nothing created again.
+    let second = f.reconcile::<Vpc>("net").await;
+    assert_eq!(second.result, "success");
+    assert!(matches!(second.next, Next::After(d) if d >= Duration::from_secs(60)));
+    assert_eq!(f.condition::<Vpc>("net", TYPE_READY).unwrap().0, "True");
+    assert_eq!(f.condition::<Vpc>("net", TYPE_SYNCED).unwrap().0, "True");
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 1);
+
+    // Steady state writes nothing.
+    let writes = f.cluster.writes();
+    assert_eq!(f.reconcile::<Vpc>("net").await.result, "success");
+    assert_eq!(f.cluster.writes(), writes);
+    f.cloud.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_reconcile_from_a_stale_copy_creates_nothing_and_retries_quietly() {
+    let f = Fixture::new().await;
+    f.vpc("net", json!({}));
+    // A replica's cached copy: read before the first reconcile wrote.
+    let stale: Vpc = f.current("net").unwrap();
+    // The finalizer is there already in the real sequence, so the first
+    // write the stale copy makes is the guarded create-pending.
+    assert_eq!(f.reconcile::<Vpc>("net").await.result, "success");
+    let mut stale_with_finalizer = stale;
+    stale_with_finalizer.metadata.finalizers = Some(vec![MANAGED_RESOURCE_FINALIZER.to_owned()]);
+
+    let outcome = reconcile_once(&stale_with_finalizer, &f.ctx).await;
+    assert_eq!(outcome.result, "conflict");
+    assert_eq!(outcome.next, Next::After(CONFLICT_RETRY));
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 1, "no second VPC");
+    assert_eq!(f.condition::<Vpc>("net", TYPE_SYNCED).unwrap().0, "True");
+    assert_eq!(
+        f.event_reasons(),
+        ["CreatedExternalResource"],
+        "a stale copy is no failure: no event"
+    );
+    f.cloud.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_create_whose_answer_was_lost_is_settled_by_its_idempotency_key() {
+    let f = Fixture::new().await;
+    let mr = f.vpc("net", json!({}));
+    // The cloud accepted a create for this resource, and the provider
+    // stopped before recording it: create-pending, no external name.
+    let uid = mr.metadata.uid.clone().unwrap();
+    let made = f
+        .client
+        .create_vpc(
+            REGION,
+            &serde_json::from_value(json!({ "cidrBlock": "10.0.0.0/16" })).unwrap(),
+            Some(&idempotency_key(&uid, None)),
+        )
+        .await
+        .unwrap()
+        .resource
+        .id;
+    f.cluster.edit(
+        &key::<Vpc>("net"),
+        &json!({ "metadata": { "annotations": {
+            EXTERNAL_CREATE_PENDING_ANNOTATION: jiff::Timestamp::now().to_string(),
+        } } }),
+    );
+
+    assert_eq!(f.reconcile::<Vpc>("net").await.result, "success");
+    assert_eq!(
+        f.annotation::<Vpc>("net", EXTERNAL_NAME_ANNOTATION)
+            .as_deref(),
+        Some(made.as_str()),
+        "the repeated create returned the resource the first one made"
+    );
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 1);
+    f.cloud.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn recording_a_create_retries_conflicts_and_a_failed_record_loses_nothing() {
+    let f = Fixture::new().await;
+    f.vpc("net", json!({}));
+    // Two conflicts, then the record goes through: re-read and retried.
+    f.cluster
+        .refuse_writes_containing(EXTERNAL_CREATE_SUCCEEDED_ANNOTATION, &[409, 409]);
+    assert_eq!(f.reconcile::<Vpc>("net").await.result, "success");
+    assert!(
+        f.annotation::<Vpc>("net", EXTERNAL_NAME_ANNOTATION)
+            .is_some()
+    );
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 1);
+
+    // An overloaded API server fails the record (a 504 is not retried
+    // there): the reconcile fails, and the next one repeats the create with
+    // the same key.
+    f.vpc("other", json!({}));
+    f.cluster
+        .refuse_writes_containing(EXTERNAL_CREATE_SUCCEEDED_ANNOTATION, &[504]);
+    let failed = f.reconcile::<Vpc>("other").await;
+    assert_eq!(failed.result, "error");
+    assert_eq!(f.annotation::<Vpc>("other", EXTERNAL_NAME_ANNOTATION), None);
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 2);
+    let (status, message) = f.condition::<Vpc>("other", TYPE_SYNCED).unwrap();
+    assert_eq!(status, "False");
+    assert!(message.contains("504"), "{message}");
+
+    // Past the backoff, the retry records the same VPC: still two in all.
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let retried = f.reconcile::<Vpc>("other").await;
+    assert_eq!(
+        retried.result,
+        "success",
+        "{:?}",
+        f.condition::<Vpc>("other", TYPE_SYNCED)
+    );
+    assert!(
+        f.annotation::<Vpc>("other", EXTERNAL_NAME_ANNOTATION)
+            .is_some()
+    );
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 2);
+    f.cloud.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_changed_spec_under_an_unknown_create_result_waits_for_a_human() {
+    let f = Fixture::new().await;
+    let mr = f.vpc("net", json!({}));
+    let uid = mr.metadata.uid.clone().unwrap();
+    // The lost create was for another CIDR block than the spec now asks.
+    f.client
+        .create_vpc(
+            REGION,
+            &serde_json::from_value(json!({ "cidrBlock": "10.9.0.0/16" })).unwrap(),
+            Some(&idempotency_key(&uid, None)),
+        )
+        .await
+        .unwrap();
+    f.cluster.edit(
+        &key::<Vpc>("net"),
+        &json!({ "metadata": { "annotations": {
+            EXTERNAL_CREATE_PENDING_ANNOTATION: jiff::Timestamp::now().to_string(),
+        } } }),
+    );
+
+    assert_eq!(f.reconcile::<Vpc>("net").await.result, "error");
+    let (status, message) = f.condition::<Vpc>("net", TYPE_SYNCED).unwrap();
+    assert_eq!(status, "False");
+    assert!(
+        message.contains("cannot determine creation result"),
+        "{message}"
+    );
+    assert!(
+        f.annotation::<Vpc>("net", EXTERNAL_CREATE_FAILED_ANNOTATION)
+            .is_some()
+    );
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 1, "no second VPC");
+    f.cloud.shutdown().await.unwrap();
+}
+
+/// Reconciles until the managed resource is gone, at most `limit` times.
+async fn reconcile_until_gone(f: &Fixture, name: &str, limit: usize) {
+    for _ in 0..limit {
+        if f.current::<Vpc>(name).is_none() {
+            return;
+        }
+        f.reconcile::<Vpc>(name).await;
+    }
+    assert!(f.current::<Vpc>(name).is_none(), "{name} is still there");
+}
+
+#[tokio::test]
+async fn a_deleted_resource_is_deleted_in_the_cloud_before_its_finalizer_goes() {
+    let f = Fixture::new().await;
+    f.vpc("net", json!({}));
+    f.reconcile::<Vpc>("net").await;
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 1);
+
+    f.cluster.delete(&key::<Vpc>("net"));
+    assert!(f.current::<Vpc>("net").is_some(), "held by its finalizer");
+    let outcome = f.reconcile::<Vpc>("net").await;
+    assert_eq!(outcome.result, "success");
+    assert!(
+        f.event_reasons()
+            .contains(&"DeletedExternalResource".to_owned())
+    );
+    reconcile_until_gone(&f, "net", 5).await;
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 0);
+    f.cloud.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_orphaned_resource_stays_in_the_cloud() {
+    let f = Fixture::new().await;
+    f.vpc("kept", json!({ "deletionPolicy": "Orphan" }));
+    f.vpc(
+        "unmanaged",
+        json!({ "managementPolicies": ["Observe", "Create", "Update", "LateInitialize"] }),
+    );
+    f.reconcile::<Vpc>("kept").await;
+    f.reconcile::<Vpc>("unmanaged").await;
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 2);
+
+    for name in ["kept", "unmanaged"] {
+        f.cluster.delete(&key::<Vpc>(name));
+        assert_eq!(f.reconcile::<Vpc>(name).await.next, Next::Change);
+        assert!(
+            f.current::<Vpc>(name).is_none(),
+            "{name}: finalizer removed"
+        );
+    }
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 2, "both left in the cloud");
+    assert!(
+        !f.event_reasons()
+            .contains(&"DeletedExternalResource".to_owned())
+    );
+    f.cloud.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn observe_only_of_a_missing_resource_reports_it_and_creates_nothing() {
+    let f = Fixture::new().await;
+    f.vpc("theirs", json!({ "managementPolicies": ["Observe"] }));
+    f.cluster.edit(
+        &key::<Vpc>("theirs"),
+        &json!({ "metadata": { "annotations": { EXTERNAL_NAME_ANNOTATION: "vpc-0000000000000000" } } }),
+    );
+
+    let outcome = f.reconcile::<Vpc>("theirs").await;
+    assert_eq!(outcome.result, "error");
+    let (status, message) = f.condition::<Vpc>("theirs", TYPE_SYNCED).unwrap();
+    assert_eq!(status, "False");
+    assert!(
+        message.contains("external resource does not exist"),
+        "{message}"
+    );
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 0);
+    assert_eq!(f.event_reasons(), ["ReconcileError"]);
+    f.cloud.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_unsupported_policy_set_is_reported_and_waits_for_an_edit() {
+    let f = Fixture::new().await;
+    f.vpc("odd", json!({ "managementPolicies": ["Create", "Delete"] }));
+
+    let outcome = f.reconcile::<Vpc>("odd").await;
+    assert_eq!(outcome.next, Next::Change);
+    let (status, message) = f.condition::<Vpc>("odd", TYPE_SYNCED).unwrap();
+    assert_eq!(status, "False");
+    assert!(
+        message.contains("unsupported managementPolicies"),
+        "{message}"
+    );
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 0);
+    assert_eq!(f.cluster.writes(), 1, "the status only");
+    f.cloud.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn failures_back_off_and_an_edit_ends_the_backoff() {
+    let f = Fixture::new().await;
+    f.vpc(
+        "lost",
+        json!({ "providerConfigRef": { "name": "missing" } }),
+    );
+
+    let first = f.reconcile::<Vpc>("lost").await;
+    assert_eq!(
+        (first.result, first.next),
+        ("error", Next::After(Duration::from_secs(1)))
+    );
+    let (_, message) = f.condition::<Vpc>("lost", TYPE_SYNCED).unwrap();
+    assert!(
+        message.contains("ProviderConfig \"missing\" does not exist"),
+        "{message}"
+    );
+
+    // The status write wakes the watch at once: the backoff holds.
+    let early = f.reconcile::<Vpc>("lost").await;
+    assert_eq!(early.result, "backoff");
+    assert!(matches!(early.next, Next::After(d) if d <= Duration::from_secs(1)));
+
+    // Once it is over, the next failure waits twice as long.
+    tokio::time::sleep(Duration::from_millis(1_050)).await;
+    let second = f.reconcile::<Vpc>("lost").await;
+    assert_eq!(
+        (second.result, second.next),
+        ("error", Next::After(Duration::from_secs(2)))
+    );
+
+    // The same failure again raised the count of its one Event.
+    let events = f.cluster.all("v1", "Event");
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["reason"], "ReconcileError");
+    assert_eq!(events[0]["count"], 2);
+
+    // The user fixes the spec: reconciled at once, and it succeeds.
+    f.cluster.edit(
+        &key::<Vpc>("lost"),
+        &json!({ "spec": { "providerConfigRef": { "name": "default" } } }),
+    );
+    assert_eq!(f.reconcile::<Vpc>("lost").await.result, "success");
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 1);
+    f.cloud.shutdown().await.unwrap();
+}
+
+/// A DatabaseInstance with a generated password, and what it needs.
+fn database(f: &Fixture, name: &str, secret: Option<&str>) {
+    let mut spec = json!({ "forProvider": {
+        "region": REGION, "engine": "postgres", "instanceClass": "db.t3.micro",
+        "allocatedStorage": 20, "masterUsername": "admin",
+    } });
+    if let Some(secret) = secret {
+        spec["writeConnectionSecretToRef"] = json!({ "namespace": "apps", "name": secret });
+    }
+    f.cluster
+        .insert(&key::<DatabaseInstance>(name), json!({ "spec": spec }));
+}
+
+#[tokio::test]
+async fn a_generated_password_is_kept_before_the_create_that_uses_it() {
+    let f = Fixture::new().await;
+    database(&f, "db", Some("db-conn"));
+    // The create call fails after the password was kept: the password
+    // survives for the retry, which sends the same one.
+    f.admin
+        .add_fault(&FaultRuleSpec {
+            method: Some("POST".into()),
+            path_prefix: format!("/v1/regions/{REGION}/databaseInstances"),
+            // Not one the client retries on its own.
+            status: Some(400),
+            times: Some(1),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(f.reconcile::<DatabaseInstance>("db").await.result, "error");
+    let secret_key = ObjectKey::of::<Secret>(Some("apps"), "db-conn");
+    let kept: Secret = serde_json::from_value(f.cluster.object(&secret_key).unwrap()).unwrap();
+    let password = kept.data.unwrap()["password"].clone();
+    assert_eq!(password.0.len(), 32);
+    assert_eq!(f.cloud_count(Kind::DatabaseInstance).await, 0);
+
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    assert_eq!(
+        f.reconcile::<DatabaseInstance>("db").await.result,
+        "success"
+    );
+    assert_eq!(f.cloud_count(Kind::DatabaseInstance).await, 1);
+    f.reconcile::<DatabaseInstance>("db").await;
+    let published: Secret = serde_json::from_value(f.cluster.object(&secret_key).unwrap()).unwrap();
+    let data = published.data.unwrap();
+    assert_eq!(data["password"], password, "the kept password, unchanged");
+    let keys: Vec<&String> = data.keys().collect();
+    assert_eq!(keys, ["endpoint", "password", "port", "username"]);
+    let credentials: Credentials = serde_json::from_value(json!({
+        "username": "admin", "password": String::from_utf8(password.0).unwrap(),
+    }))
+    .unwrap();
+    let authenticated = f
+        .client
+        .authenticate_database_instance(REGION, "db", &credentials)
+        .await;
+    assert!(matches!(authenticated, Ok(true)), "{authenticated:?}");
+    f.cloud.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_password_that_cannot_be_kept_is_refused_before_any_create() {
+    let f = Fixture::new().await;
+    database(&f, "db", None);
+
+    assert_eq!(f.reconcile::<DatabaseInstance>("db").await.result, "error");
+    let (status, message) = f.condition::<DatabaseInstance>("db", TYPE_SYNCED).unwrap();
+    assert_eq!(status, "False");
+    assert!(
+        message.contains("must keep a generated password: set spec.writeConnectionSecretToRef"),
+        "{message}"
+    );
+    assert_eq!(f.cloud_count(Kind::DatabaseInstance).await, 0);
+    assert!(
+        f.cluster.all("v1", "Secret").len() == 1,
+        "only the credentials"
+    );
+    f.cloud.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_connection_secret_of_another_owner_is_never_written() {
+    let f = Fixture::new().await;
+    f.cluster.insert(
+        &ObjectKey::of::<Secret>(Some("apps"), "db-conn"),
+        json!({ "type": "Opaque", "data": { "note": "bWluZQ==" } }),
+    );
+    database(&f, "db", Some("db-conn"));
+
+    assert_eq!(f.reconcile::<DatabaseInstance>("db").await.result, "error");
+    let (_, message) = f.condition::<DatabaseInstance>("db", TYPE_SYNCED).unwrap();
+    assert!(message.contains("refusing to overwrite"), "{message}");
+    assert!(message.starts_with("connection Secret: "), "{message}");
+    let untouched = f
+        .cluster
+        .object(&ObjectKey::of::<Secret>(Some("apps"), "db-conn"))
+        .unwrap();
+    assert_eq!(untouched["data"], json!({ "note": "bWluZQ==" }));
+    assert_eq!(f.cloud_count(Kind::DatabaseInstance).await, 0);
+    f.cloud.shutdown().await.unwrap();
+}
