@@ -27,6 +27,17 @@ pub struct Config {
     #[arg(long, env = "PROVIDER_MAX_RECONCILE_RATE", default_value_t = 100)]
     pub max_reconcile_rate: u32,
 
+    /// At most this many requests of reconciles to the API server at once
+    /// (watches apart).
+    #[arg(long, env = "PROVIDER_KUBE_MAX_IN_FLIGHT", default_value_t = 32)]
+    pub kube_max_in_flight: usize,
+
+    /// At most this many requests of reconciles to the API server a second,
+    /// with one second of burst. An overloaded answer (429, 5xx) pauses them
+    /// all for its Retry-After, or 1 s doubling to 30 s.
+    #[arg(long, env = "PROVIDER_KUBE_QPS", default_value_t = 300)]
+    pub kube_qps: u32,
+
     /// Honour `spec.managementPolicies`. When false the field is ignored and
     /// `deletionPolicy` alone decides deletion (seed 000, "Feature Gating").
     #[arg(long, env = "PROVIDER_ENABLE_MANAGEMENT_POLICIES", default_value_t = true, action = clap::ArgAction::Set)]

@@ -32,6 +32,7 @@ use tracing::{error, info};
 use crate::config::Config;
 use crate::gate::Gate;
 use crate::metrics::Metrics;
+use crate::runtime::cluster::Guard;
 use crate::runtime::{Context, KubeCluster, Settings};
 
 /// Why the provider stopped with an error.
@@ -82,7 +83,10 @@ pub async fn run(
     );
 
     let ctx = Arc::new(Context::new(
-        Arc::new(KubeCluster::new(kube.clone())),
+        Arc::new(KubeCluster::new(
+            kube.clone(),
+            Guard::new(config.kube_max_in_flight, config.kube_qps),
+        )),
         Settings {
             poll_interval: config.poll_interval,
             pending_poll_interval: config.pending_poll_interval,

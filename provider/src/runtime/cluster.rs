@@ -32,8 +32,11 @@ use tokio::task::AbortHandle;
 
 use super::FIELD_MANAGER;
 
+mod guard;
 #[cfg(test)]
 pub mod memory;
+
+pub use guard::Guard;
 
 /// Where an object lives: its API resource (group, version, kind and plural)
 /// and its namespace (`None` for cluster-scoped objects) and name.
@@ -116,6 +119,7 @@ pub fn typed<T: DeserializeOwned>(value: Value) -> Result<T, kube::Error> {
 pub struct KubeCluster {
     client: kube::Client,
     caches: Arc<Caches>,
+    guard: Arc<Guard>,
 }
 
 /// How long a new watch cache may take to list before a read from it
@@ -143,10 +147,12 @@ impl Drop for Caches {
 }
 
 impl KubeCluster {
-    pub fn new(client: kube::Client) -> Self {
+    /// Requests go through `guard`'s limits (see [`Guard`]).
+    pub fn new(client: kube::Client, guard: Guard) -> Self {
         Self {
             client,
             caches: Arc::default(),
+            guard: Arc::new(guard),
         }
     }
 
@@ -242,8 +248,9 @@ impl Cluster for KubeCluster {
         labels: &'a str,
     ) -> BoxFuture<'a, Result<Vec<Value>, kube::Error>> {
         Box::pin(async move {
-            Api::<DynamicObject>::all_with(self.client.clone(), resource)
-                .list(&ListParams::default().labels(labels))
+            let api = Api::<DynamicObject>::all_with(self.client.clone(), resource);
+            self.guard
+                .run(api.list(&ListParams::default().labels(labels)))
                 .await?
                 .items
                 .into_iter()
@@ -258,9 +265,10 @@ impl Cluster for KubeCluster {
         patch: Value,
     ) -> BoxFuture<'a, Result<Value, kube::Error>> {
         Box::pin(async move {
+            let api = self.api(key);
             json(
-                self.api(key)
-                    .patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
+                self.guard
+                    .run(api.patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch)))
                     .await?,
             )
         })
@@ -276,10 +284,13 @@ impl Cluster for KubeCluster {
             let params = PatchParams::apply(FIELD_MANAGER).force();
             let api = self.api(key);
             let applied = if status {
-                api.patch_status(&key.name, &params, &Patch::Apply(&body))
+                self.guard
+                    .run(api.patch_status(&key.name, &params, &Patch::Apply(&body)))
                     .await?
             } else {
-                api.patch(&key.name, &params, &Patch::Apply(&body)).await?
+                self.guard
+                    .run(api.patch(&key.name, &params, &Patch::Apply(&body)))
+                    .await?
             };
             json(applied)
         })
