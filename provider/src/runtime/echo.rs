@@ -1,13 +1,20 @@
-//! The provider's own writes, remembered so that their echoes cost nothing.
+//! The versions of each object this process has handled (reconciled from,
+//! or written), remembered so that neither their echoes nor a lagging cache
+//! cost an API call.
 //!
 //! Every write a reconcile makes (finalizer, create annotations, status)
 //! comes back through the watch as a new version of the object. Reconciling
 //! that version again decides nothing new: the reconcile that wrote it
-//! already chose when to look next. Worse, the echo of an early write can
-//! arrive before the cache holds a later one, so the extra reconcile works
-//! from a stale copy and ends in a 409. The watch therefore drops an event
-//! whose resourceVersion is one this process wrote; any other writer's
-//! change has another resourceVersion and is reconciled as usual.
+//! already chose when to look next. So the watch drops an event whose
+//! resourceVersion this process handled; any other writer's change has
+//! another resourceVersion and is reconciled as usual.
+//!
+//! And when a requeued reconcile is handed a copy that this process has
+//! handled but that is not the newest it handled, the cache lags behind a
+//! write of ours: every guarded write from that copy would be answered 409.
+//! The reconcile looks again shortly instead, without a call. No ordering of
+//! resourceVersions is assumed (they are opaque); only "we wrote a version
+//! after this one".
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -16,6 +23,7 @@ use std::sync::Mutex;
 /// about five writes in one reconcile.
 const REMEMBERED: usize = 8;
 
+/// See the module documentation.
 #[derive(Default)]
 pub struct OwnWrites {
     by_uid: Mutex<HashMap<String, VecDeque<String>>>,
@@ -26,22 +34,34 @@ impl OwnWrites {
         self.by_uid.lock().expect("own-writes lock poisoned")
     }
 
-    /// Remembers that this process wrote version `resource_version` of the
-    /// object `uid`.
-    pub fn wrote(&self, uid: &str, resource_version: &str) {
+    /// Remembers that this process reconciled from, or wrote, version
+    /// `resource_version` of the object `uid`: its newest handled version.
+    pub fn handled(&self, uid: &str, resource_version: &str) {
         let mut by_uid = self.lock();
         let versions = by_uid.entry(uid.to_owned()).or_default();
+        if versions.back().is_some_and(|v| v == resource_version) {
+            return;
+        }
         if versions.len() == REMEMBERED {
             versions.pop_front();
         }
         versions.push_back(resource_version.to_owned());
     }
 
-    /// Whether this version of the object is one this process wrote.
+    /// Whether this process handled this version of the object already.
     pub fn is_echo(&self, uid: &str, resource_version: &str) -> bool {
         self.lock()
             .get(uid)
             .is_some_and(|versions| versions.iter().any(|v| v == resource_version))
+    }
+
+    /// Whether this version was handled and a newer one was since: a copy
+    /// from a cache that has not caught up with our own write.
+    pub fn is_superseded(&self, uid: &str, resource_version: &str) -> bool {
+        self.lock().get(uid).is_some_and(|versions| {
+            versions.back().is_some_and(|v| v != resource_version)
+                && versions.iter().any(|v| v == resource_version)
+        })
     }
 
     /// Forgets an object that is gone.
@@ -55,10 +75,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_versions_this_process_wrote_are_echoes() {
+    fn only_versions_this_process_handled_are_echoes() {
         let own = OwnWrites::default();
-        own.wrote("a", "10");
-        own.wrote("a", "11");
+        own.handled("a", "10");
+        own.handled("a", "11");
         assert!(own.is_echo("a", "10"));
         assert!(own.is_echo("a", "11"));
         assert!(!own.is_echo("a", "12"), "someone else's write");
@@ -66,10 +86,31 @@ mod tests {
     }
 
     #[test]
+    fn a_handled_version_older_than_the_newest_is_superseded() {
+        let own = OwnWrites::default();
+        own.handled("a", "7");
+        own.handled("a", "9");
+        own.handled("a", "8");
+        assert!(own.is_superseded("a", "7"));
+        assert!(
+            own.is_superseded("a", "9"),
+            "handled before 8: order is ours, not numeric"
+        );
+        assert!(!own.is_superseded("a", "8"), "the newest we handled");
+        assert!(!own.is_superseded("a", "10"), "someone else's: not known");
+        assert!(!own.is_superseded("b", "7"));
+        own.handled("a", "8");
+        assert!(
+            !own.is_superseded("a", "8"),
+            "handling it again keeps it newest"
+        );
+    }
+
+    #[test]
     fn old_versions_and_deleted_objects_are_forgotten() {
         let own = OwnWrites::default();
         for version in 0..=REMEMBERED {
-            own.wrote("a", &version.to_string());
+            own.handled("a", &version.to_string());
         }
         assert!(!own.is_echo("a", "0"), "the oldest was dropped");
         assert!(own.is_echo("a", &REMEMBERED.to_string()));

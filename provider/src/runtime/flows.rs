@@ -65,16 +65,7 @@ impl Fixture {
                 } },
             } }),
         );
-        let ctx = Context::new(
-            cluster.clone(),
-            Settings {
-                poll_interval: Duration::from_secs(60),
-                pending_poll_interval: PENDING_POLL,
-                management_policies_enabled: true,
-            },
-            Metrics::new(),
-            1_000,
-        );
+        let ctx = context(&cluster);
         Self {
             admin: AdminClient::new(cloud.base_url(), cloud.admin_token()),
             client: Client::new(cloud.base_url(), cloud.api_key()),
@@ -148,6 +139,20 @@ impl Fixture {
     }
 }
 
+/// What one provider process shares between reconciles.
+fn context(cluster: &Arc<MemoryCluster>) -> Context {
+    Context::new(
+        cluster.clone(),
+        Settings {
+            poll_interval: Duration::from_secs(60),
+            pending_poll_interval: PENDING_POLL,
+            management_policies_enabled: true,
+        },
+        Metrics::new(),
+        1_000,
+    )
+}
+
 fn key<K: ManagedKind>(name: &str) -> ObjectKey {
     ObjectKey::of::<K>(None, name)
 }
@@ -209,15 +214,17 @@ async fn a_create_is_marked_pending_then_succeeded_and_makes_one_resource() {
 async fn a_reconcile_from_a_stale_copy_creates_nothing_and_retries_quietly() {
     let f = Fixture::new().await;
     f.vpc("net", json!({}));
-    // A replica's cached copy: read before the first reconcile wrote.
-    let stale: Vpc = f.current("net").unwrap();
-    // The finalizer is there already in the real sequence, so the first
-    // write the stale copy makes is the guarded create-pending.
+    // A cached copy read before the first reconcile wrote. The finalizer is
+    // there already in the real sequence, so the first write it leads to
+    // is the guarded create-pending.
+    let mut stale: Vpc = f.current("net").unwrap();
+    stale.metadata.finalizers = Some(vec![MANAGED_RESOURCE_FINALIZER.to_owned()]);
     assert_eq!(f.reconcile::<Vpc>("net").await.result, "success");
-    let mut stale_with_finalizer = stale;
-    stale_with_finalizer.metadata.finalizers = Some(vec![MANAGED_RESOURCE_FINALIZER.to_owned()]);
 
-    let outcome = reconcile_once(&stale_with_finalizer, &f.ctx).await;
+    // Another replica, with its own cache, reconciles the stale copy: its
+    // guarded create-pending is refused (409), and it creates nothing.
+    let replica = context(&f.cluster);
+    let outcome = reconcile_once(&stale, &replica).await;
     assert_eq!(outcome.result, "conflict");
     assert_eq!(outcome.next, Next::After(CONFLICT_RETRY));
     assert_eq!(f.cloud_count(Kind::Vpc).await, 1, "no second VPC");
@@ -227,6 +234,15 @@ async fn a_reconcile_from_a_stale_copy_creates_nothing_and_retries_quietly() {
         ["CreatedExternalResource"],
         "a stale copy is no failure: no event"
     );
+
+    // This process, handed the same copy by a cache that lags behind its
+    // own writes, knows it is stale and makes no call at all.
+    let writes = f.cluster.writes();
+    let outcome = reconcile_once(&stale, &f.ctx).await;
+    assert_eq!(outcome.result, "conflict");
+    assert_eq!(outcome.next, Next::After(CONFLICT_RETRY));
+    assert_eq!(f.cluster.writes(), writes);
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 1);
     f.cloud.shutdown().await.unwrap();
 }
 

@@ -83,6 +83,20 @@ pub async fn reconcile_once<K: ManagedKind>(mr: &K, ctx: &Context) -> Outcome {
             result: "backoff",
         };
     }
+    if let Some(version) = mr.resource_version() {
+        if ctx.own_writes.is_superseded(&key, &version) {
+            // Our cache has not caught up with our own last write: any
+            // guarded write from this copy would be refused. Look again
+            // shortly, without a call.
+            ctx.metrics
+                .record_reconcile(&K::kind(&()), "conflict", Duration::ZERO);
+            return Outcome {
+                next: Next::After(CONFLICT_RETRY),
+                result: "conflict",
+            };
+        }
+        ctx.own_writes.handled(&key, &version);
+    }
     ctx.limiter.acquire().await;
     let kind = K::kind(&()).into_owned();
     if let Some(latency) = ctx.activations.first_reconcile(&kind) {
@@ -686,7 +700,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
     /// watch is not reconciled again (see [`super::echo`]).
     fn remember_write(&self, resource_version: Option<&str>) {
         if let (Some(uid), Some(version)) = (self.mr.uid(), resource_version) {
-            self.ctx.own_writes.wrote(&uid, version);
+            self.ctx.own_writes.handled(&uid, version);
         }
     }
 
