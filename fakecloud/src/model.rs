@@ -59,6 +59,24 @@ impl Kind {
     pub fn parse(s: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.as_str() == s)
     }
+
+    /// The kind's collection, the last segment of its `/v1` collection path
+    /// (`/v1/regions/{region}/vpcs`); the client and the server's routes
+    /// both build their paths from it.
+    pub fn collection(self) -> &'static str {
+        match self {
+            Kind::Vpc => "vpcs",
+            Kind::Subnet => "subnets",
+            Kind::NodeGroup => "nodegroups",
+            Kind::DatabaseInstance => "databaseInstances",
+        }
+    }
+
+    /// Node groups belong to a cluster: their collection is below
+    /// `/v1/regions/{region}/clusters/{cluster}`.
+    pub fn in_cluster(self) -> bool {
+        self == Kind::NodeGroup
+    }
 }
 
 impl std::fmt::Display for Kind {
