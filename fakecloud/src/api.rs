@@ -325,25 +325,19 @@ fn describe<K: ApiKind>(openapi: &mut utoipa::openapi::OpenApi) {
     paths.add_path_operation(&item, vec![HttpMethod::Get], get_doc::<K>());
     paths.add_path_operation(&item, vec![HttpMethod::Patch], patch_doc::<K>());
     paths.add_path_operation(&item, vec![HttpMethod::Delete], delete_doc::<K>());
-    let components = openapi.components.get_or_insert_with(Default::default);
     let mut schemas = Vec::new();
-    for (name, schema, nested) in [
-        named::<K::Create>(),
-        named::<K::Resource>(),
-        named::<K::Patch>(),
-    ] {
-        schemas.push((name, schema));
-        nested(&mut schemas);
-    }
+    register::<K::Create>(&mut schemas);
+    register::<K::Resource>(&mut schemas);
+    register::<K::Patch>(&mut schemas);
+    let components = openapi.components.get_or_insert_with(Default::default);
     components.schemas.extend(schemas);
 }
 
-type Schemas = Vec<(String, RefOr<utoipa::openapi::Schema>)>;
-
-/// A schema under its component name, and how to collect the schemas it
-/// refers to.
-fn named<T: ToSchema>() -> (String, RefOr<utoipa::openapi::Schema>, fn(&mut Schemas)) {
-    (T::name().into_owned(), T::schema(), T::schemas)
+/// Adds `T`'s schema under its component name, and the schemas it refers
+/// to, as `#[utoipa::path]` does for the bodies it names.
+fn register<T: ToSchema>(schemas: &mut Vec<(String, RefOr<utoipa::openapi::Schema>)>) {
+    schemas.push((T::name().into_owned(), T::schema()));
+    T::schemas(schemas);
 }
 
 fn create_doc<K: ApiKind>() -> Operation {
