@@ -103,10 +103,6 @@ impl ClientError {
         self.status() == Some(404)
     }
 
-    pub fn is_conflict(&self) -> bool {
-        self.status() == Some(409)
-    }
-
     pub fn is_precondition_failed(&self) -> bool {
         self.status() == Some(412)
     }
@@ -426,10 +422,6 @@ impl Client {
         self
     }
 
-    fn region_path(region: &str, rest: &str) -> String {
-        format!("/v1/regions/{}/{rest}", segment(region))
-    }
-
     async fn create<T: DeserializeOwned>(
         &self,
         path: String,
@@ -478,217 +470,9 @@ impl Client {
             .map(|_| ())
     }
 
-    // ------------------------------------------------------------ VPC
-
-    pub async fn create_vpc(
-        &self,
-        region: &str,
-        body: &CreateVpc,
-        idempotency_key: Option<&str>,
-    ) -> Result<Versioned<Vpc>> {
-        self.create(Self::region_path(region, "vpcs"), body, idempotency_key)
-            .await
-    }
-
-    pub async fn get_vpc(&self, region: &str, id: &str) -> Result<Versioned<Vpc>> {
-        self.get(Self::region_path(region, &format!("vpcs/{}", segment(id))))
-            .await
-    }
-
+    /// One page of the region's VPCs; the only kind callers list.
     pub async fn list_vpcs(&self, region: &str, options: &ListOptions) -> Result<Page<Vpc>> {
-        self.list(Self::region_path(region, "vpcs"), options).await
-    }
-
-    /// `patch`: a `VpcPatch` or any JSON merge patch.
-    pub async fn patch_vpc(
-        &self,
-        region: &str,
-        id: &str,
-        patch: &impl Serialize,
-        if_match: Option<&str>,
-    ) -> Result<Versioned<Vpc>> {
-        self.patch(
-            Self::region_path(region, &format!("vpcs/{}", segment(id))),
-            patch,
-            if_match,
-        )
-        .await
-    }
-
-    pub async fn delete_vpc(&self, region: &str, id: &str) -> Result<()> {
-        self.delete(Self::region_path(region, &format!("vpcs/{}", segment(id))))
-            .await
-    }
-
-    // ------------------------------------------------------------ Subnet
-
-    pub async fn create_subnet(
-        &self,
-        region: &str,
-        body: &CreateSubnet,
-        idempotency_key: Option<&str>,
-    ) -> Result<Versioned<Subnet>> {
-        self.create(Self::region_path(region, "subnets"), body, idempotency_key)
-            .await
-    }
-
-    pub async fn get_subnet(&self, region: &str, id: &str) -> Result<Versioned<Subnet>> {
-        self.get(Self::region_path(
-            region,
-            &format!("subnets/{}", segment(id)),
-        ))
-        .await
-    }
-
-    pub async fn list_subnets(&self, region: &str, options: &ListOptions) -> Result<Page<Subnet>> {
-        self.list(Self::region_path(region, "subnets"), options)
-            .await
-    }
-
-    pub async fn patch_subnet(
-        &self,
-        region: &str,
-        id: &str,
-        patch: &impl Serialize,
-        if_match: Option<&str>,
-    ) -> Result<Versioned<Subnet>> {
-        self.patch(
-            Self::region_path(region, &format!("subnets/{}", segment(id))),
-            patch,
-            if_match,
-        )
-        .await
-    }
-
-    pub async fn delete_subnet(&self, region: &str, id: &str) -> Result<()> {
-        self.delete(Self::region_path(
-            region,
-            &format!("subnets/{}", segment(id)),
-        ))
-        .await
-    }
-
-    // ------------------------------------------------------------ NodeGroup
-
-    fn node_group_path(region: &str, cluster: &str, name: Option<&str>) -> String {
-        let base = Self::region_path(region, &format!("clusters/{}/nodegroups", segment(cluster)));
-        match name {
-            Some(name) => format!("{base}/{}", segment(name)),
-            None => base,
-        }
-    }
-
-    pub async fn create_node_group(
-        &self,
-        region: &str,
-        cluster: &str,
-        body: &CreateNodeGroup,
-        idempotency_key: Option<&str>,
-    ) -> Result<Versioned<NodeGroup>> {
-        self.create(
-            Self::node_group_path(region, cluster, None),
-            body,
-            idempotency_key,
-        )
-        .await
-    }
-
-    pub async fn get_node_group(
-        &self,
-        region: &str,
-        cluster: &str,
-        name: &str,
-    ) -> Result<Versioned<NodeGroup>> {
-        self.get(Self::node_group_path(region, cluster, Some(name)))
-            .await
-    }
-
-    pub async fn list_node_groups(
-        &self,
-        region: &str,
-        cluster: &str,
-        options: &ListOptions,
-    ) -> Result<Page<NodeGroup>> {
-        self.list(Self::node_group_path(region, cluster, None), options)
-            .await
-    }
-
-    pub async fn patch_node_group(
-        &self,
-        region: &str,
-        cluster: &str,
-        name: &str,
-        patch: &impl Serialize,
-        if_match: Option<&str>,
-    ) -> Result<Versioned<NodeGroup>> {
-        self.patch(
-            Self::node_group_path(region, cluster, Some(name)),
-            patch,
-            if_match,
-        )
-        .await
-    }
-
-    /// Starts deleting; the group shows `DELETING` until it is gone.
-    pub async fn delete_node_group(&self, region: &str, cluster: &str, name: &str) -> Result<()> {
-        self.delete(Self::node_group_path(region, cluster, Some(name)))
-            .await
-    }
-
-    // ------------------------------------------------------------ DatabaseInstance
-
-    fn database_path(region: &str, identifier: Option<&str>) -> String {
-        match identifier {
-            Some(id) => Self::region_path(region, &format!("databaseInstances/{}", segment(id))),
-            None => Self::region_path(region, "databaseInstances"),
-        }
-    }
-
-    pub async fn create_database_instance(
-        &self,
-        region: &str,
-        body: &CreateDatabaseInstance,
-        idempotency_key: Option<&str>,
-    ) -> Result<Versioned<DatabaseInstance>> {
-        self.create(Self::database_path(region, None), body, idempotency_key)
-            .await
-    }
-
-    pub async fn get_database_instance(
-        &self,
-        region: &str,
-        identifier: &str,
-    ) -> Result<Versioned<DatabaseInstance>> {
-        self.get(Self::database_path(region, Some(identifier)))
-            .await
-    }
-
-    pub async fn list_database_instances(
-        &self,
-        region: &str,
-        options: &ListOptions,
-    ) -> Result<Page<DatabaseInstance>> {
-        self.list(Self::database_path(region, None), options).await
-    }
-
-    pub async fn patch_database_instance(
-        &self,
-        region: &str,
-        identifier: &str,
-        patch: &impl Serialize,
-        if_match: Option<&str>,
-    ) -> Result<Versioned<DatabaseInstance>> {
-        self.patch(
-            Self::database_path(region, Some(identifier)),
-            patch,
-            if_match,
-        )
-        .await
-    }
-
-    /// Starts deleting; the instance shows `deleting` until it is gone.
-    pub async fn delete_database_instance(&self, region: &str, identifier: &str) -> Result<()> {
-        self.delete(Self::database_path(region, Some(identifier)))
+        self.list(collection(Kind::Vpc, region, None), options)
             .await
     }
 
@@ -700,10 +484,8 @@ impl Client {
         identifier: &str,
         credentials: &Credentials,
     ) -> Result<bool> {
-        let path = format!(
-            "{}/authenticate",
-            Self::database_path(region, Some(identifier))
-        );
+        let collection = collection(Kind::DatabaseInstance, region, None);
+        let path = format!("{}/authenticate", item(collection, identifier));
         match self
             .transport
             .send(Call::new(Method::POST, path).json(credentials)?)
@@ -715,6 +497,101 @@ impl Client {
         }
     }
 }
+
+/// Path of a kind's collection: `/v1/regions/{region}/{collection}`, or
+/// below `/clusters/{cluster}` for the kinds that live in a cluster.
+fn collection(kind: Kind, region: &str, cluster: Option<&str>) -> String {
+    debug_assert_eq!(kind.in_cluster(), cluster.is_some(), "{kind}");
+    let mut path = format!("/v1/regions/{}", segment(region));
+    if let Some(cluster) = cluster {
+        path.push_str(&format!("/clusters/{}", segment(cluster)));
+    }
+    format!("{path}/{}", kind.collection())
+}
+
+/// Path of one resource in `collection`.
+fn item(collection: String, key: &str) -> String {
+    format!("{collection}/{}", segment(key))
+}
+
+/// `Some` of the cluster argument for kinds that have one, else `None`.
+macro_rules! cluster {
+    () => {
+        None
+    };
+    ($cluster:ident) => {
+        Some($cluster)
+    };
+}
+
+/// Writes one kind's methods over the generic ones above: every kind's
+/// calls are the same code and differ only in the kind, its model type
+/// (named like the kind), its create body and whether it lives in a cluster.
+macro_rules! kind_methods {
+    (
+        $kind:ident created from $create_body:ident, at ($region:ident $(, $cluster:ident)?),
+        key $key:ident: $create:ident, $get:ident, $patch:ident, $delete:ident
+    ) => {
+        impl Client {
+            #[doc = concat!("`POST`s a new `", stringify!($kind), "`.")]
+            pub async fn $create(
+                &self,
+                $region: &str,
+                $($cluster: &str,)?
+                body: &$create_body,
+                idempotency_key: Option<&str>,
+            ) -> Result<Versioned<$kind>> {
+                let path = collection(Kind::$kind, $region, cluster!($($cluster)?));
+                self.create(path, body, idempotency_key).await
+            }
+
+            pub async fn $get(
+                &self,
+                $region: &str,
+                $($cluster: &str,)?
+                $key: &str,
+            ) -> Result<Versioned<$kind>> {
+                let collection = collection(Kind::$kind, $region, cluster!($($cluster)?));
+                self.get(item(collection, $key)).await
+            }
+
+            #[doc = concat!("`patch`: a `", stringify!($kind), "Patch` or any JSON merge patch.")]
+            pub async fn $patch(
+                &self,
+                $region: &str,
+                $($cluster: &str,)?
+                $key: &str,
+                patch: &impl Serialize,
+                if_match: Option<&str>,
+            ) -> Result<Versioned<$kind>> {
+                let collection = collection(Kind::$kind, $region, cluster!($($cluster)?));
+                self.patch(item(collection, $key), patch, if_match).await
+            }
+
+            /// Deletes the resource, or for kinds with a deleting state
+            /// starts deleting it: it shows that state until it is gone.
+            pub async fn $delete(
+                &self,
+                $region: &str,
+                $($cluster: &str,)?
+                $key: &str,
+            ) -> Result<()> {
+                let collection = collection(Kind::$kind, $region, cluster!($($cluster)?));
+                self.delete(item(collection, $key)).await
+            }
+        }
+    };
+}
+
+kind_methods!(Vpc created from CreateVpc, at (region),
+    key id: create_vpc, get_vpc, patch_vpc, delete_vpc);
+kind_methods!(Subnet created from CreateSubnet, at (region),
+    key id: create_subnet, get_subnet, patch_subnet, delete_subnet);
+kind_methods!(NodeGroup created from CreateNodeGroup, at (region, cluster),
+    key name: create_node_group, get_node_group, patch_node_group, delete_node_group);
+kind_methods!(DatabaseInstance created from CreateDatabaseInstance, at (region),
+    key identifier: create_database_instance, get_database_instance,
+    patch_database_instance, delete_database_instance);
 
 /// Narrows an admin address when a name exists in several accounts,
 /// regions or clusters.

@@ -1,7 +1,9 @@
 //! Wire models: the JSON bodies fakecloud accepts and returns.
 //!
 //! One set of types serves the server (parsing, rendering, OpenAPI) and the
-//! typed client, so the two cannot drift. Field names follow
+//! typed client, so the two cannot drift. Their OpenAPI schemas (utoipa
+//! derives and `#[schema]` attributes) are compiled with feature `server`
+//! only: the client needs the types, not the document. Field names follow
 //! `docs/field-names.md`: the provider compares `spec.forProvider` with these
 //! JSON objects field by field.
 
@@ -9,9 +11,14 @@ use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
-use utoipa::openapi::RefOr;
-use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
-use utoipa::{PartialSchema, ToSchema};
+#[cfg(feature = "server")]
+use utoipa::{
+    PartialSchema, ToSchema,
+    openapi::{
+        RefOr,
+        schema::{ObjectBuilder, Schema, Type},
+    },
+};
 
 /// Tags and labels: string keys to string values, kept sorted so renders are
 /// stable.
@@ -21,7 +28,8 @@ pub type Tags = BTreeMap<String, String>;
 pub const REGIONS: [&str; 3] = ["us-east-1", "us-west-2", "eu-west-1"];
 
 /// The four resource kinds, as named in admin paths and audit queries.
-#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum Kind {
     Vpc,
@@ -51,6 +59,24 @@ impl Kind {
     pub fn parse(s: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.as_str() == s)
     }
+
+    /// The kind's collection, the last segment of its `/v1` collection path
+    /// (`/v1/regions/{region}/vpcs`); the client and the server's routes
+    /// both build their paths from it.
+    pub fn collection(self) -> &'static str {
+        match self {
+            Kind::Vpc => "vpcs",
+            Kind::Subnet => "subnets",
+            Kind::NodeGroup => "nodegroups",
+            Kind::DatabaseInstance => "databaseInstances",
+        }
+    }
+
+    /// Node groups belong to a cluster: their collection is below
+    /// `/v1/regions/{region}/clusters/{cluster}`.
+    pub fn in_cluster(self) -> bool {
+        self == Kind::NodeGroup
+    }
 }
 
 impl std::fmt::Display for Kind {
@@ -61,7 +87,8 @@ impl std::fmt::Display for Kind {
 
 // ---------------------------------------------------------------- VPC
 
-#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum InstanceTenancy {
     #[default]
@@ -69,7 +96,8 @@ pub enum InstanceTenancy {
     Dedicated,
 }
 
-#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum NetworkState {
     Pending,
@@ -77,11 +105,12 @@ pub enum NetworkState {
 }
 
 /// `POST /v1/regions/{region}/vpcs`.
-#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq, Default)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateVpc {
     /// IPv4 block, /16 to /28; stored canonical (host bits cleared).
-    #[schema(schema_with = crate::schemas::cidr_block)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::cidr_block))]
     pub cidr_block: String,
     /// Default true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -93,11 +122,12 @@ pub struct CreateVpc {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance_tenancy: Option<InstanceTenancy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::schemas::tags)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::tags))]
     pub tags: Option<Tags>,
 }
 
-#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Vpc {
     pub id: String,
@@ -114,7 +144,8 @@ pub struct Vpc {
 
 /// JSON merge patch of a VPC's mutable fields. A `None` tag value removes
 /// the tag.
-#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq, Default)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct VpcPatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -124,33 +155,35 @@ pub struct VpcPatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance_tenancy: Option<InstanceTenancy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::schemas::tags_patch)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::tags_patch))]
     pub tags: Option<BTreeMap<String, Option<String>>>,
 }
 
 // ---------------------------------------------------------------- Subnet
 
 /// `POST /v1/regions/{region}/subnets`.
-#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq, Default)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateSubnet {
     pub vpc_id: String,
     /// Inside the VPC's block, overlapping no sibling, /16 to /28.
-    #[schema(schema_with = crate::schemas::cidr_block)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::cidr_block))]
     pub cidr_block: String,
     /// A zone of the region; default `<region>a`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::schemas::availability_zone)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::availability_zone))]
     pub availability_zone: Option<String>,
     /// Default false.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub map_public_ip_on_launch: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::schemas::tags)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::tags))]
     pub tags: Option<Tags>,
 }
 
-#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Subnet {
     pub id: String,
@@ -167,19 +200,21 @@ pub struct Subnet {
     pub updated_at: Timestamp,
 }
 
-#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq, Default)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SubnetPatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub map_public_ip_on_launch: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::schemas::tags_patch)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::tags_patch))]
     pub tags: Option<BTreeMap<String, Option<String>>>,
 }
 
 // ---------------------------------------------------------------- NodeGroup
 
-#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScalingConfig {
     pub min_size: i64,
@@ -189,21 +224,23 @@ pub struct ScalingConfig {
 
 /// Scaling config as sent on create: every size optional (defaults: min 1,
 /// desired = min, max = max(desired, 2)).
-#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScalingConfigInput {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(minimum = 0)]
+    #[cfg_attr(feature = "server", schema(minimum = 0))]
     pub min_size: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(minimum = 1)]
+    #[cfg_attr(feature = "server", schema(minimum = 1))]
     pub max_size: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(minimum = 0)]
+    #[cfg_attr(feature = "server", schema(minimum = 0))]
     pub desired_size: Option<i64>,
 }
 
-#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum NodeGroupStatus {
     Creating,
@@ -213,36 +250,38 @@ pub enum NodeGroupStatus {
 }
 
 /// `POST /v1/regions/{region}/clusters/{cluster}/nodegroups`.
-#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq, Default)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateNodeGroup {
     /// Client-chosen, unique per cluster.
-    #[schema(schema_with = crate::schemas::name)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::name))]
     pub name: String,
     /// Existing subnets, all in one VPC.
-    #[schema(schema_with = crate::schemas::node_group_subnet_ids)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::node_group_subnet_ids))]
     pub subnet_ids: Vec<String>,
-    #[schema(min_length = 1, max_length = 2048)]
+    #[cfg_attr(feature = "server", schema(min_length = 1, max_length = 2048))]
     pub node_role: String,
     /// Default `["t3.medium"]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::schemas::instance_types)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::instance_types))]
     pub instance_types: Option<Vec<String>>,
     /// Kubernetes version, default `1.31`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::schemas::kubernetes_version)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::kubernetes_version))]
     pub version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::schemas::tags)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::tags))]
     pub labels: Option<Tags>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::schemas::tags)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::tags))]
     pub tags: Option<Tags>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scaling_config: Option<ScalingConfigInput>,
 }
 
-#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct NodeGroup {
     pub name: String,
@@ -260,17 +299,18 @@ pub struct NodeGroup {
     pub updated_at: Timestamp,
 }
 
-#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq, Default)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NodeGroupPatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::schemas::kubernetes_version)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::kubernetes_version))]
     pub version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::schemas::tags_patch)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::tags_patch))]
     pub labels: Option<BTreeMap<String, Option<String>>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::schemas::tags_patch)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::tags_patch))]
     pub tags: Option<BTreeMap<String, Option<String>>>,
     /// Each size merges independently.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -279,7 +319,8 @@ pub struct NodeGroupPatch {
 
 // ---------------------------------------------------------------- DatabaseInstance
 
-#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Engine {
     #[default]
@@ -296,7 +337,8 @@ impl Engine {
     }
 }
 
-#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum DatabaseStatus {
     Creating,
@@ -306,40 +348,41 @@ pub enum DatabaseStatus {
 }
 
 /// `POST /v1/regions/{region}/databaseInstances`.
-#[derive(Serialize, Deserialize, ToSchema, Clone, PartialEq, Default)]
+#[derive(Serialize, Deserialize, Clone, PartialEq, Default)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateDatabaseInstance {
     /// Client-chosen, unique per account and region.
-    #[schema(schema_with = crate::schemas::identifier)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::identifier))]
     pub identifier: String,
     pub engine: Engine,
     /// Default per engine (`16.4` / `8.0.39`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::schemas::engine_version)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::engine_version))]
     pub engine_version: Option<String>,
     /// Default `db.t3.micro`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::schemas::instance_class)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::instance_class))]
     pub instance_class: Option<String>,
     /// GiB, 20..=65536, default 20.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(minimum = 20, maximum = 65536)]
+    #[cfg_attr(feature = "server", schema(minimum = 20, maximum = 65536))]
     pub allocated_storage: Option<i64>,
     /// 1-16 characters, starts with a letter.
-    #[schema(schema_with = crate::schemas::master_username)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::master_username))]
     pub master_username: String,
     /// 8-128 characters, none of `/ " @`. Write-only.
-    #[schema(schema_with = crate::schemas::master_password)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::master_password))]
     pub master_password: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::schemas::database_subnet_ids)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::database_subnet_ids))]
     pub subnet_ids: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub publicly_accessible: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion_protection: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::schemas::tags)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::tags))]
     pub tags: Option<Tags>,
 }
 
@@ -362,14 +405,16 @@ impl std::fmt::Debug for CreateDatabaseInstance {
     }
 }
 
-#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Endpoint {
     pub address: String,
     pub port: u16,
 }
 
-#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct DatabaseInstance {
     pub identifier: String,
@@ -389,28 +434,29 @@ pub struct DatabaseInstance {
     pub updated_at: Timestamp,
 }
 
-#[derive(Serialize, Deserialize, ToSchema, Clone, PartialEq, Default)]
+#[derive(Serialize, Deserialize, Clone, PartialEq, Default)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DatabaseInstancePatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::schemas::engine_version)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::engine_version))]
     pub engine_version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::schemas::instance_class)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::instance_class))]
     pub instance_class: Option<String>,
     /// May only grow.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(minimum = 20, maximum = 65536)]
+    #[cfg_attr(feature = "server", schema(minimum = 20, maximum = 65536))]
     pub allocated_storage: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::schemas::master_password)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::master_password))]
     pub master_password: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub publicly_accessible: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion_protection: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::schemas::tags_patch)]
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::tags_patch))]
     pub tags: Option<BTreeMap<String, Option<String>>>,
 }
 
@@ -433,7 +479,8 @@ impl std::fmt::Debug for DatabaseInstancePatch {
 
 /// `POST .../databaseInstances/{identifier}/authenticate`: 200 when the
 /// credentials are the instance's master credentials, 401 otherwise.
-#[derive(Serialize, Deserialize, ToSchema, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, PartialEq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Credentials {
     pub username: String,
@@ -449,7 +496,8 @@ impl std::fmt::Debug for Credentials {
     }
 }
 
-#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct AuthenticateResult {
     pub authenticated: bool,
@@ -458,7 +506,8 @@ pub struct AuthenticateResult {
 // ---------------------------------------------------------------- lists and errors
 
 /// One page of a list. `nextPageToken` is absent on the last page.
-#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Page<T> {
     pub items: Vec<T>,
@@ -467,7 +516,8 @@ pub struct Page<T> {
 }
 
 /// `application/problem+json` (RFC 9457) with fakecloud's stable `code`.
-#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Problem {
     #[serde(rename = "type")]
@@ -486,7 +536,8 @@ pub struct Problem {
 // ---------------------------------------------------------------- admin
 
 /// A resource as the admin API shows it: any account, any kind.
-#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct AdminResource {
     pub kind: Kind,
@@ -499,7 +550,7 @@ pub struct AdminResource {
     pub id: String,
     pub etag: String,
     /// The resource exactly as `GET` renders it to its owner.
-    #[schema(value_type = Object)]
+    #[cfg_attr(feature = "server", schema(value_type = Object))]
     pub resource: serde_json::Value,
 }
 
@@ -511,15 +562,17 @@ pub const MAX_DELAY_MS: u64 = 86_400_000;
 pub const MAX_RETRY_AFTER_SECS: u64 = 86_400;
 
 /// Provisioning delay of one kind; `0` means immediate.
-#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Timing {
-    #[schema(maximum = 86400000)] // MAX_DELAY_MS
+    #[cfg_attr(feature = "server", schema(maximum = 86400000))] // MAX_DELAY_MS
     pub delay_ms: u64,
 }
 
 /// Delays for every kind.
-#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct TimingTable {
     pub vpc: Timing,
@@ -532,7 +585,8 @@ pub struct TimingTable {
 /// instead of being served, after `latencyMs`; with `afterCall`, the call is
 /// served first and only its answer is replaced (a response lost on the way
 /// back, the case idempotency keys exist for).
-#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq, Default)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FaultRuleSpec {
     /// HTTP method to match; any when absent.
@@ -542,26 +596,26 @@ pub struct FaultRuleSpec {
     pub path_prefix: String,
     /// Status to answer; absent means "serve normally, only add latency".
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(minimum = 400, maximum = 599)]
+    #[cfg_attr(feature = "server", schema(minimum = 400, maximum = 599))]
     pub status: Option<u16>,
     /// Problem code of the injected error; default `InjectedFault`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
     /// Fire for the next N matching calls only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(minimum = 1, maximum = 4294967295_u64)]
+    #[cfg_attr(feature = "server", schema(minimum = 1, maximum = 4294967295_u64))]
     pub times: Option<u32>,
     /// Fire with this probability (0..=1); default 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(minimum = 0, maximum = 1)]
+    #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 1))]
     pub probability: Option<f64>,
     /// Delay added before answering, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(maximum = 86400000)] // MAX_DELAY_MS
+    #[cfg_attr(feature = "server", schema(maximum = 86400000))] // MAX_DELAY_MS
     pub latency_ms: Option<u64>,
     /// `Retry-After` seconds sent with the injected error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(maximum = 86400)] // MAX_RETRY_AFTER_SECS
+    #[cfg_attr(feature = "server", schema(maximum = 86400))] // MAX_RETRY_AFTER_SECS
     pub retry_after_secs: Option<u64>,
     /// Serve the call (its changes are committed), then answer with the
     /// injected error instead of its result; default false.
@@ -585,6 +639,7 @@ pub struct FaultRule {
 /// the two cannot drift. The derive would render the flattened spec as an
 /// `allOf` that keeps the spec's `additionalProperties: false`, which
 /// forbids `id` and `fired` themselves.
+#[cfg(feature = "server")]
 impl PartialSchema for FaultRule {
     fn schema() -> RefOr<Schema> {
         let mut schema = FaultRuleSpec::schema();
@@ -610,20 +665,23 @@ impl PartialSchema for FaultRule {
     }
 }
 
+#[cfg(feature = "server")]
 impl ToSchema for FaultRule {}
 
 /// Token bucket per account: `ratePerSecond` refill, `burst` capacity.
-#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Throttling {
-    #[schema(minimum = 0)]
+    #[cfg_attr(feature = "server", schema(minimum = 0))]
     pub rate_per_second: f64,
-    #[schema(maximum = 4294967295_u64)]
+    #[cfg_attr(feature = "server", schema(maximum = 4294967295_u64))]
     pub burst: u32,
 }
 
 /// Who made a call.
-#[derive(Serialize, Deserialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum Actor {
     /// A caller holding an account's API key (the provider, a test, a user).
@@ -647,7 +705,8 @@ impl Actor {
     }
 }
 
-#[derive(Serialize, Deserialize, ToSchema, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct AuditEntry {
     pub seq: i64,
@@ -663,11 +722,10 @@ pub struct AuditEntry {
 }
 
 /// Filters for `GET /admin/audit`; all optional, combined with AND.
-#[derive(
-    Serialize, Deserialize, ToSchema, utoipa::IntoParams, Clone, Debug, PartialEq, Default,
-)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "server", derive(ToSchema, utoipa::IntoParams))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
+#[cfg_attr(feature = "server", into_params(parameter_in = Query))]
 pub struct AuditQuery {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account: Option<String>,

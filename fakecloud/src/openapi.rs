@@ -13,7 +13,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement
 use utoipa::openapi::{Content, Header, Ref, RefOr, Schema};
 use utoipa::{OpenApi, ToResponse, ToSchema};
 
-use crate::model::{Problem, REGIONS};
+use crate::api::KindPaths;
+use crate::model::{DatabaseInstance, NodeGroup, Page, Problem, REGIONS, Subnet, Vpc};
 use crate::{admin, api, request_id, schemas};
 
 #[derive(OpenApi)]
@@ -23,20 +24,18 @@ use crate::{admin, api, request_id, schemas};
         Besides the answers listed, a fault rule of the admin API makes matching `/v1` calls answer the status \
         (400 to 599) and code it names."),
     paths(
-        api::create_vpc, api::list_vpcs, api::get_vpc, api::patch_vpc, api::delete_vpc,
-        api::create_subnet, api::list_subnets, api::get_subnet, api::patch_subnet, api::delete_subnet,
-        api::create_node_group, api::list_node_groups, api::get_node_group, api::patch_node_group,
-        api::delete_node_group,
-        api::create_database, api::list_databases, api::get_database, api::patch_database,
-        api::delete_database, api::authenticate_database,
+        api::authenticate_database,
         admin::reset, admin::list_resources, admin::get_resource, admin::patch_resource,
         admin::get_timing, admin::set_timing, admin::list_faults, admin::add_fault,
         admin::clear_faults, admin::remove_fault, admin::get_throttling, admin::set_throttling,
         admin::clear_throttling, admin::get_audit,
     ),
-    components(schemas(Problem), responses(BadRequest, Unauthorized, NotFound, Conflict, PreconditionFailed,
+    // Each kind's list answer, `Page_<kind>` (see `api::list_doc`).
+    components(schemas(Problem, Page<Vpc>, Page<Subnet>, Page<NodeGroup>, Page<DatabaseInstance>), responses(BadRequest, Unauthorized, NotFound, Conflict, PreconditionFailed,
         Throttled, ServerError)),
-    modifiers(&Conventions),
+    // Every kind's own operations first (`KindPaths`), then what the
+    // layers add to every operation.
+    modifiers(&KindPaths, &Conventions),
 )]
 pub struct ApiDoc;
 
@@ -134,7 +133,7 @@ fn retry_after() -> Header {
 /// What the layers around the handlers add to every operation: security,
 /// the answers of authentication, throttling and fault injection, the
 /// `x-request-id` header, and what `{region}` and `{cluster}` may be
-/// (checked by `api::loc` for every `/v1` call).
+/// (checked by `api::location` for every `/v1` call).
 struct Conventions;
 
 impl utoipa::Modify for Conventions {
@@ -217,7 +216,7 @@ fn conventions(operation: &mut Operation, api: bool) {
     }
 }
 
-fn response_ref<'r, R: ToResponse<'r>>() -> RefOr<Response> {
+pub(crate) fn response_ref<'r, R: ToResponse<'r>>() -> RefOr<Response> {
     RefOr::Ref(Ref::from_response_name(R::response().0))
 }
 

@@ -192,52 +192,7 @@ pub async fn spawn(config: Config) -> Result<RunningServer, Error> {
 }
 
 pub fn router(state: SharedState) -> Router {
-    let v1 = Router::new()
-        .route(
-            "/v1/regions/{region}/vpcs",
-            post(api::create_vpc).get(api::list_vpcs),
-        )
-        .route(
-            "/v1/regions/{region}/vpcs/{id}",
-            get(api::get_vpc)
-                .patch(api::patch_vpc)
-                .delete(api::delete_vpc),
-        )
-        .route(
-            "/v1/regions/{region}/subnets",
-            post(api::create_subnet).get(api::list_subnets),
-        )
-        .route(
-            "/v1/regions/{region}/subnets/{id}",
-            get(api::get_subnet)
-                .patch(api::patch_subnet)
-                .delete(api::delete_subnet),
-        )
-        .route(
-            "/v1/regions/{region}/clusters/{cluster}/nodegroups",
-            post(api::create_node_group).get(api::list_node_groups),
-        )
-        .route(
-            "/v1/regions/{region}/clusters/{cluster}/nodegroups/{name}",
-            get(api::get_node_group)
-                .patch(api::patch_node_group)
-                .delete(api::delete_node_group),
-        )
-        .route(
-            "/v1/regions/{region}/databaseInstances",
-            post(api::create_database).get(api::list_databases),
-        )
-        .route(
-            "/v1/regions/{region}/databaseInstances/{identifier}",
-            get(api::get_database)
-                .patch(api::patch_database)
-                .delete(api::delete_database),
-        )
-        .route(
-            "/v1/regions/{region}/databaseInstances/{identifier}/authenticate",
-            post(api::authenticate_database),
-        )
-        .route_layer(from_fn_with_state(state.clone(), layers::api_auth));
+    let v1 = api::routes().route_layer(from_fn_with_state(state.clone(), layers::api_auth));
     let admin = Router::new()
         .route("/admin/reset", post(admin::reset))
         .route("/admin/resources", get(admin::list_resources))
