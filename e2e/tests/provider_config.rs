@@ -13,11 +13,8 @@ use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(30);
 
-#[tokio::test]
-async fn a_provider_config_in_use_is_kept_until_its_last_user_is_gone() -> anyhow::Result<()> {
-    e2e::init_tracing();
-    let world = World::start().await?;
-    let name = e2e::unique_name("user");
+/// Applies a VPC with the default ProviderConfig and waits until it is Ready.
+async fn ready_vpc(world: &World, name: &str) -> anyhow::Result<Vpc> {
     world
         .apply::<Vpc>(json!({
             "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
@@ -25,9 +22,15 @@ async fn a_provider_config_in_use_is_kept_until_its_last_user_is_gone() -> anyho
             "spec": { "forProvider": { "region": "us-east-1", "cidrBlock": "10.0.0.0/16" } },
         }))
         .await?;
-    let vpc = world
-        .wait_for::<Vpc>(&name, "Ready", WAIT, is_ready)
-        .await?;
+    Ok(world.wait_for::<Vpc>(name, "Ready", WAIT, is_ready).await?)
+}
+
+#[tokio::test]
+async fn a_provider_config_in_use_is_kept_until_its_last_user_is_gone() -> anyhow::Result<()> {
+    e2e::init_tracing();
+    let world = World::start().await?;
+    let name = e2e::unique_name("user");
+    let vpc = ready_vpc(&world, &name).await?;
 
     let usages = Api::<ProviderConfigUsage>::all(world.kube())
         .list(&ListParams::default())
@@ -82,16 +85,7 @@ async fn a_rotated_api_key_and_a_moved_endpoint_take_effect_on_the_next_reconcil
     e2e::init_tracing();
     let world = World::start().await?;
     let name = e2e::unique_name("rotated");
-    world
-        .apply::<Vpc>(json!({
-            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
-            "metadata": { "name": name },
-            "spec": { "forProvider": { "region": "us-east-1", "cidrBlock": "10.0.0.0/16" } },
-        }))
-        .await?;
-    world
-        .wait_for::<Vpc>(&name, "Ready", WAIT, is_ready)
-        .await?;
+    ready_vpc(&world, &name).await?;
 
     let secrets = Api::<Secret>::namespaced(world.kube(), NAMESPACE);
     let set_key = |key: String| {

@@ -129,6 +129,33 @@ impl Fixture {
             })
     }
 
+    /// What a provider that stopped mid-create leaves: the cloud accepted a
+    /// create of a VPC in `cidr` under the resource's first idempotency key,
+    /// and the resource records create-pending but no external name.
+    /// Returns the cloud's id.
+    async fn lost_create(&self, name: &str, cidr: &str) -> String {
+        let mr: Vpc = self.current(name).unwrap();
+        let uid = mr.metadata.uid.unwrap();
+        let made = self
+            .client
+            .create_vpc(
+                REGION,
+                &serde_json::from_value(json!({ "cidrBlock": cidr })).unwrap(),
+                Some(&idempotency_key(&uid, None)),
+            )
+            .await
+            .unwrap()
+            .resource
+            .id;
+        self.cluster.edit(
+            &key::<Vpc>(name),
+            &json!({ "metadata": { "annotations": {
+                EXTERNAL_CREATE_PENDING_ANNOTATION: jiff::Timestamp::now().to_string(),
+            } } }),
+        );
+        made
+    }
+
     /// The reasons of the Events written so far.
     fn event_reasons(&self) -> Vec<String> {
         self.cluster
@@ -249,27 +276,8 @@ async fn a_reconcile_from_a_stale_copy_creates_nothing_and_retries_quietly() {
 #[tokio::test]
 async fn a_create_whose_answer_was_lost_is_settled_by_its_idempotency_key() {
     let f = Fixture::new().await;
-    let mr = f.vpc("net", json!({}));
-    // The cloud accepted a create for this resource, and the provider
-    // stopped before recording it: create-pending, no external name.
-    let uid = mr.metadata.uid.clone().unwrap();
-    let made = f
-        .client
-        .create_vpc(
-            REGION,
-            &serde_json::from_value(json!({ "cidrBlock": "10.0.0.0/16" })).unwrap(),
-            Some(&idempotency_key(&uid, None)),
-        )
-        .await
-        .unwrap()
-        .resource
-        .id;
-    f.cluster.edit(
-        &key::<Vpc>("net"),
-        &json!({ "metadata": { "annotations": {
-            EXTERNAL_CREATE_PENDING_ANNOTATION: jiff::Timestamp::now().to_string(),
-        } } }),
-    );
+    f.vpc("net", json!({}));
+    let made = f.lost_create("net", "10.0.0.0/16").await;
 
     assert_eq!(f.reconcile::<Vpc>("net").await.result, "success");
     assert_eq!(
@@ -330,23 +338,9 @@ async fn recording_a_create_retries_conflicts_and_a_failed_record_loses_nothing(
 #[tokio::test]
 async fn a_changed_spec_under_an_unknown_create_result_waits_for_a_human() {
     let f = Fixture::new().await;
-    let mr = f.vpc("net", json!({}));
-    let uid = mr.metadata.uid.clone().unwrap();
+    f.vpc("net", json!({}));
     // The lost create was for another CIDR block than the spec now asks.
-    f.client
-        .create_vpc(
-            REGION,
-            &serde_json::from_value(json!({ "cidrBlock": "10.9.0.0/16" })).unwrap(),
-            Some(&idempotency_key(&uid, None)),
-        )
-        .await
-        .unwrap();
-    f.cluster.edit(
-        &key::<Vpc>("net"),
-        &json!({ "metadata": { "annotations": {
-            EXTERNAL_CREATE_PENDING_ANNOTATION: jiff::Timestamp::now().to_string(),
-        } } }),
-    );
+    f.lost_create("net", "10.9.0.0/16").await;
 
     assert_eq!(f.reconcile::<Vpc>("net").await.result, "error");
     let (status, message) = f.condition::<Vpc>("net", TYPE_SYNCED).unwrap();
