@@ -5,7 +5,7 @@
 //! conditions). The decisions come from [`crate::policy`] and
 //! [`crate::plan`]; this module gathers facts and carries decisions out.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use apis::ExternalNameOrigin;
@@ -174,13 +174,17 @@ struct Run<'a, K: ManagedKind> {
     paused: bool,
     /// The object is gone (its finalizer was removed): nothing to write.
     gone: bool,
+    /// `mr` as JSON, made once per version of it: the rules read its spec
+    /// several times a reconcile.
+    json: OnceLock<Value>,
 }
 
 impl<'a, K: ManagedKind> Run<'a, K> {
     fn new(mr: K, ctx: &'a Context) -> Self {
-        let original: Status = serde_json::to_value(&mr)
-            .ok()
-            .and_then(|v| v.get("status").cloned())
+        let json = serde_json::to_value(&mr).unwrap_or_default();
+        let original: Status = json
+            .get("status")
+            .cloned()
             .and_then(|s| serde_json::from_value(s).ok())
             .unwrap_or_default();
         Self {
@@ -191,6 +195,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             mr,
             paused: false,
             gone: false,
+            json: OnceLock::from(json),
         }
     }
 
@@ -219,10 +224,17 @@ impl<'a, K: ManagedKind> Run<'a, K> {
 
     /// The part of the object the kind's rules work on, as JSON.
     fn spec_json(&self, field: &str) -> Value {
-        serde_json::to_value(&self.mr)
-            .ok()
-            .and_then(|v| v.pointer(&format!("/spec/{field}")).cloned())
+        self.json
+            .get_or_init(|| serde_json::to_value(&self.mr).unwrap_or_default())
+            .pointer(&format!("/spec/{field}"))
+            .cloned()
             .unwrap_or(Value::Null)
+    }
+
+    /// Takes a newer version of the managed resource.
+    fn replace_mr(&mut self, mr: K) {
+        self.mr = mr;
+        self.json = OnceLock::new();
     }
 
     async fn steps(&mut self) -> Result<Next, ReconcileError> {
@@ -490,7 +502,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
                     recorded: "nothing: the managed resource is gone".to_owned(),
                 });
             };
-            self.mr = found;
+            self.replace_mr(found);
             if self.mr.uid() != uid {
                 return Err(ReconcileError::CreateSuperseded {
                     created: name.to_owned(),
@@ -521,6 +533,10 @@ impl<'a, K: ManagedKind> Run<'a, K> {
     async fn late_initialize(&mut self, at_provider: &Value) -> Result<(), ReconcileError> {
         let current = self.spec_json("forProvider");
         let candidate = late_initialize(&current, at_provider);
+        if candidate == current {
+            // Nothing to fill: the steady state, spared the typed round trip.
+            return Ok(());
+        }
         let mut object = serde_json::to_value(&self.mr).unwrap_or_default();
         object["spec"]["forProvider"] = candidate;
         let Ok(typed) = serde_json::from_value::<K>(object) else {
@@ -684,13 +700,14 @@ impl<'a, K: ManagedKind> Run<'a, K> {
         action: &'static str,
         target: &'static str,
     ) -> Result<(), ReconcileError> {
-        self.mr = self
+        let patched = self
             .ctx
             .cluster
             .merge_patch(&self.key(), patch)
             .await
             .and_then(typed)
             .map_err(|source| ReconcileError::Kube { action, source })?;
+        self.replace_mr(patched);
         self.ctx.metrics.kube_write(&self.kind, target);
         self.remember_write(self.mr.resource_version().as_deref());
         Ok(())
