@@ -232,10 +232,12 @@ async fn the_demo_plays_every_story_and_fakecloud_keeps_its_data_across_a_restar
     assert!(before.len() >= 4, "the demo made resources: {before:?}");
     project.run(&["restart", "fakecloud"]);
     project.wait_healthy("fakecloud", Duration::from_secs(60));
-    let after = ids(admin
+    // A new client: the old one's pooled connection died with the container.
+    let after = ids(project
+        .admin()
         .resources(None, None)
         .await
-        .expect("listing resources"));
+        .expect("listing resources after the restart"));
     assert_eq!(
         before, after,
         "fakecloud lost or changed resources across a restart"
