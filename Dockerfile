@@ -60,8 +60,8 @@ LABEL org.opencontainers.image.source=$SOURCE_URL \
       org.opencontainers.image.revision=$REVISION \
       org.opencontainers.image.licenses=Apache-2.0 \
       org.opencontainers.image.vendor="fakecloud-provider"
-# 65532 is the conventional "nonroot" id of distroless images.
-ENV RUST_LOG=info
+# Logs are read through `docker logs`, not a terminal: no colour codes.
+ENV NO_COLOR=1
 
 FROM runtime AS fakecloud
 LABEL org.opencontainers.image.title=fakecloud \
@@ -70,6 +70,7 @@ LABEL org.opencontainers.image.title=fakecloud \
 # mounted here (Docker copies the folder's owner into it) is writable.
 RUN mkdir -p /var/lib/fakecloud && chown 65532:65532 /var/lib/fakecloud
 COPY --from=build /out/fakecloud /usr/local/bin/fakecloud
+# 65532 is the conventional "nonroot" id of distroless images.
 USER 65532:65532
 ENV FAKECLOUD_LISTEN=0.0.0.0:8787 FAKECLOUD_DATABASE=/var/lib/fakecloud/fakecloud.db
 EXPOSE 8787
