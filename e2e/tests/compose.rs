@@ -1,8 +1,9 @@
 //! docker-compose.yml (issue 14): the images build, the project comes up
 //! under a unique name, the demo service plays every story and exits 0,
 //! fakecloud keeps its resources across a restart of its container, a
-//! provider killed during a burst of 30 VPCs comes back and fakecloud holds
-//! exactly 30, and `down -v` leaves no container, network or volume of the
+//! provider killed twice during a burst of 30 VPCs (its process crashing,
+//! then `docker kill`) comes back and fakecloud holds exactly 30, one per
+//! managed resource, and `down -v` leaves no container, network or volume of the
 //! project behind, also when a test fails. Bad set-up is named, with a
 //! non-zero exit.
 //!
@@ -301,30 +302,31 @@ async fn a_provider_killed_during_a_burst_of_30_vpcs_comes_back_and_creates_each
             "spec": { "forProvider": { "region": "us-east-1", "cidrBlock": "10.0.0.0/16" } },
         })
     };
-    // Half the burst, the kill while those creates are in flight, then the
-    // other half while the provider is down or coming back.
-    try_join_all(
-        names[..VPCS / 2]
-            .iter()
-            .map(|n| objects.apply::<Vpc>(vpc(n))),
-    )
-    .await
-    .expect("first half applied");
+    // The burst in three parts: a crash of the provider process while the
+    // first part's creates are in flight (its restart policy brings it
+    // back), a `docker kill` of its container during the second (an
+    // operator's `up -d` brings it back: Docker leaves a container killed
+    // by the user alone), and the rest while it comes back.
+    let thirds: Vec<&[String]> = names.chunks(VPCS / 3).collect();
+    let apply_all = |part: &[String]| {
+        let applies: Vec<_> = part.iter().map(|n| objects.apply::<Vpc>(vpc(n))).collect();
+        try_join_all(applies)
+    };
+    apply_all(thirds[0]).await.expect("first part applied");
     tokio::time::sleep(Duration::from_millis(300)).await;
     kill_provider(&provider);
-    try_join_all(
-        names[VPCS / 2..]
-            .iter()
-            .map(|n| objects.apply::<Vpc>(vpc(n))),
-    )
-    .await
-    .expect("second half applied");
-
+    apply_all(thirds[1]).await.expect("second part applied");
     project.wait_healthy("provider", UP);
     assert!(
         restarts() > restarts_before,
-        "the provider container was not restarted"
+        "the crashed provider's container was not restarted"
     );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    docker(&["kill", &provider]);
+    apply_all(thirds[2]).await.expect("last part applied");
+    project.run(&["up", "-d", "provider"]);
+    project.wait_healthy("provider", UP);
+
     let mut external_names = BTreeSet::new();
     for name in &names {
         let ready = objects
