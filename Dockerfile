@@ -38,8 +38,9 @@ RUN set -eu; \
         target/container/.fingerprint/apis-* target/container/.fingerprint/fakecloud-* \
         target/container/.fingerprint/provider-* target/container/.fingerprint/e2e-*
 
-# The sources the binaries are built from and nothing else, so editing a
-# test, a README or the package does not rebuild the images' binaries.
+# The sources the binaries are built from (all of apis, whose manifest the
+# stub step removed), so editing fakecloud's, the provider's or the e2e
+# tests, a README or the package does not rebuild the images' binaries.
 COPY apis apis
 COPY fakecloud/src fakecloud/src
 COPY fakecloud/migrations fakecloud/migrations
