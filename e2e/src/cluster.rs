@@ -8,6 +8,7 @@
 //! | nothing set                 | local etcd + kube-apiserver + controller manager |
 //! | `E2E_KUBECONFIG=<file>`     | the existing cluster of that kubeconfig         |
 //! | `E2E_CLUSTER=k3s`           | K3s through testcontainers (needs Docker)       |
+//! | `E2E_CLUSTER=containers`    | etcd + kube-apiserver + controller manager from the compose images, through testcontainers |
 //!
 //! Every failure to get a cluster is an error: a test that needs Kubernetes
 //! can fail, never silently pass.
@@ -22,12 +23,15 @@ use kube::Client;
 use kube::api::{Api, PostParams};
 
 use crate::assets::AssetSearch;
+#[cfg(feature = "containers")]
+use crate::containers::ContainerControlPlane;
 use crate::crds;
 use crate::error::ClusterError;
+#[cfg(feature = "containers")]
 use crate::k3s::K3sCluster;
 use crate::local::LocalControlPlane;
 
-/// Selects the backend: `local`, `k3s` or `kubeconfig`.
+/// Selects the backend: `local`, `k3s`, `containers` or `kubeconfig`.
 pub const CLUSTER_ENV: &str = "E2E_CLUSTER";
 /// Kubeconfig of an existing cluster to test against.
 pub const KUBECONFIG_ENV: &str = "E2E_KUBECONFIG";
@@ -45,6 +49,9 @@ pub enum Backend {
     Kubeconfig(PathBuf),
     /// K3s in a container, through testcontainers.
     K3s,
+    /// The control plane from docker-compose.yml's images, through
+    /// testcontainers (and fakecloud from its image, in a [`crate::world::World`]).
+    Containers,
 }
 
 impl Backend {
@@ -65,17 +72,18 @@ impl Backend {
             (None, None) | (Some("local"), None) => Ok(Self::Local),
             (None | Some("kubeconfig"), Some(path)) => Ok(Self::Kubeconfig(path)),
             (Some("k3s"), None) => Ok(Self::K3s),
+            (Some("containers"), None) => Ok(Self::Containers),
             (Some("kubeconfig"), None) => Err(ClusterError::InvalidSelection(format!(
                 "{CLUSTER_ENV}=kubeconfig needs {KUBECONFIG_ENV} to name a kubeconfig file"
             ))),
-            (Some(other @ ("local" | "k3s")), Some(path)) => {
+            (Some(other @ ("local" | "k3s" | "containers")), Some(path)) => {
                 Err(ClusterError::InvalidSelection(format!(
                     "{CLUSTER_ENV}={other} conflicts with {KUBECONFIG_ENV}={}; set only one",
                     path.display()
                 )))
             }
             (Some(other), _) => Err(ClusterError::InvalidSelection(format!(
-                "{CLUSTER_ENV}={other:?} is not one of local, k3s, kubeconfig"
+                "{CLUSTER_ENV}={other:?} is not one of local, k3s, containers, kubeconfig"
             ))),
         }
     }
@@ -174,6 +182,7 @@ impl ClusterOptions {
                 let client = crate::kubeconfig::client_from_file(path).await?;
                 (Inner::Existing, client, path.clone())
             }
+            #[cfg(feature = "containers")]
             Backend::K3s => {
                 let k3s = K3sCluster::start().await?;
                 let client = k3s.client.clone();
@@ -185,6 +194,26 @@ impl ClusterOptions {
                     client,
                     kubeconfig,
                 )
+            }
+            #[cfg(feature = "containers")]
+            Backend::Containers => {
+                let plane = ContainerControlPlane::start(self.ready_timeout).await?;
+                let client = plane.client.clone();
+                let kubeconfig = plane.kubeconfig.clone();
+                (
+                    Inner::Containers {
+                        plane: Box::new(plane),
+                        garbage_collector: self.garbage_collector,
+                    },
+                    client,
+                    kubeconfig,
+                )
+            }
+            #[cfg(not(feature = "containers"))]
+            Backend::K3s | Backend::Containers => {
+                return Err(ClusterError::InvalidSelection(format!(
+                    "{backend:?} needs the e2e crate's `containers` feature (on by default)"
+                )));
             }
         };
         let version = client
@@ -222,8 +251,16 @@ enum Inner {
     },
     Existing,
     /// Held for its Drop, which removes the container.
+    #[cfg(feature = "containers")]
     K3s {
         _k3s: Box<K3sCluster>,
+    },
+    /// Held for its Drop, which removes the containers.
+    #[cfg(feature = "containers")]
+    Containers {
+        plane: Box<ContainerControlPlane>,
+        /// Whether kube-controller-manager is to run.
+        garbage_collector: bool,
     },
 }
 
@@ -313,7 +350,11 @@ impl TestCluster {
             Inner::Local {
                 controller_manager, ..
             } => controller_manager.is_some(),
-            Inner::Existing | Inner::K3s { .. } => true,
+            #[cfg(feature = "containers")]
+            Inner::Containers {
+                garbage_collector, ..
+            } => *garbage_collector,
+            _ => true,
         }
     }
 
@@ -321,7 +362,7 @@ impl TestCluster {
     pub fn logs_dir(&self) -> Option<PathBuf> {
         match &self.inner {
             Inner::Local { plane, .. } => Some(plane.logs_dir()),
-            Inner::Existing | Inner::K3s { .. } => None,
+            _ => None,
         }
     }
 
@@ -330,7 +371,7 @@ impl TestCluster {
     pub fn dead_components(&mut self) -> Vec<String> {
         match &mut self.inner {
             Inner::Local { plane, .. } => plane.exited_components(),
-            Inner::Existing | Inner::K3s { .. } => Vec::new(),
+            _ => Vec::new(),
         }
     }
 
@@ -339,7 +380,7 @@ impl TestCluster {
     pub fn process_ids(&self) -> Vec<u32> {
         match &self.inner {
             Inner::Local { plane, .. } => plane.process_ids(),
-            Inner::Existing | Inner::K3s { .. } => Vec::new(),
+            _ => Vec::new(),
         }
     }
 
@@ -405,12 +446,17 @@ impl TestCluster {
 
     async fn start_garbage_collector(&mut self) -> Result<(), ClusterError> {
         let minor = self.minor_version();
-        if let Inner::Local {
-            plane,
-            controller_manager: Some(binary),
-        } = &mut self.inner
-        {
-            plane.start_controller_manager(binary, minor).await?;
+        match &mut self.inner {
+            Inner::Local {
+                plane,
+                controller_manager: Some(binary),
+            } => plane.start_controller_manager(binary, minor).await?,
+            #[cfg(feature = "containers")]
+            Inner::Containers {
+                plane,
+                garbage_collector: true,
+            } => plane.start_controller_manager().await?,
+            _ => {}
         }
         Ok(())
     }
@@ -449,8 +495,12 @@ mod tests {
     }
 
     #[test]
-    fn k3s_is_chosen_explicitly() {
+    fn k3s_and_containers_are_chosen_explicitly() {
         assert_eq!(Backend::select(Some("k3s"), None).unwrap(), Backend::K3s);
+        assert_eq!(
+            Backend::select(Some("containers"), None).unwrap(),
+            Backend::Containers
+        );
     }
 
     #[test]

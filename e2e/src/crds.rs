@@ -25,8 +25,16 @@ pub const CRD_TIMEOUT: Duration = Duration::from_secs(30);
 /// The CEL rules key that servers older than 1.25 do not know.
 const CEL_RULES_KEY: &str = "x-kubernetes-validations";
 
-/// The repository's `package/` folder (the Crossplane package).
+/// Names another folder as the package (`E2E_PACKAGE_DIR`): the tools
+/// image carries the package but not the repository it was built from.
+pub const PACKAGE_DIR_ENV: &str = "E2E_PACKAGE_DIR";
+
+/// The Crossplane package's folder: `E2E_PACKAGE_DIR`, else the
+/// repository's `package/`.
 pub fn package_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os(PACKAGE_DIR_ENV).filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map(|root| root.join("package"))
@@ -171,6 +179,24 @@ async fn wait_established(
         source,
     })?;
     Ok(())
+}
+
+/// Names of the provider's CRDs (any of its API groups) the cluster has.
+pub async fn installed_package_crds(client: &Client) -> Result<Vec<String>, ClusterError> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let list = api
+        .list(&Default::default())
+        .await
+        .map_err(|e| ClusterError::kube("listing CRDs", e))?;
+    Ok(list
+        .items
+        .iter()
+        .map(ResourceExt::name_any)
+        .filter(|name| {
+            name.ends_with(".fakecloud.crossplane.io")
+                || name.ends_with(".fakecloud.m.crossplane.io")
+        })
+        .collect())
 }
 
 /// Deletes a CRD and waits until it is gone (its custom resources with it).

@@ -111,6 +111,26 @@ pub enum ClusterError {
          unset E2E_CLUSTER to use the local control plane instead"
     )]
     K3s(String),
+
+    /// An image the container backend runs is not on the Docker engine.
+    /// Never pulled: there may be no registry, and a pull would hide that
+    /// the project's own images were not built.
+    #[error("image {image} is not on the Docker engine; make it with {make}")]
+    ImageMissing { image: String, make: &'static str },
+
+    /// The container backend could not do `what` (no Docker engine, ...).
+    #[error("E2E_CLUSTER=containers: {what}: {reason}")]
+    Containers { what: String, reason: String },
+
+    /// The API server in its container did not answer `/readyz` in time.
+    #[error(
+        "kube-apiserver (container) not ready after {waited:?} (last answer: {last}); its last log lines:\n{tail}"
+    )]
+    ContainerNotReady {
+        waited: Duration,
+        last: String,
+        tail: String,
+    },
 }
 
 impl ClusterError {

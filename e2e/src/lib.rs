@@ -5,7 +5,9 @@
 //! from `KUBEBUILDER_ASSETS` or the cache of `e2e/control-plane/install.sh`),
 //! installs the package's CRDs and hands out a [`kube::Client`] and a
 //! kubeconfig file. `E2E_KUBECONFIG` targets an existing cluster instead and
-//! `E2E_CLUSTER=k3s` starts K3s through testcontainers. See `e2e/README.md`.
+//! `E2E_CLUSTER=k3s` starts K3s through testcontainers, and
+//! `E2E_CLUSTER=containers` the control plane and fakecloud from
+//! docker-compose.yml's images. See `e2e/README.md`.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), e2e::ClusterError> {
@@ -18,9 +20,13 @@
 
 pub mod assets;
 mod cluster;
+pub mod compose;
+#[cfg(feature = "containers")]
+pub mod containers;
 pub mod crds;
 pub mod demo;
 mod error;
+#[cfg(feature = "containers")]
 mod k3s;
 mod kubeconfig;
 mod local;

@@ -73,7 +73,7 @@ impl LocalControlPlane {
             .map_err(|e| ClusterError::io(format!("creating {}", logs.display()), e))?;
 
         let [etcd_client, etcd_peer, apiserver_port] = free_ports()?;
-        let pki = write_pki(dir)?;
+        let pki = write_pki(dir, &[])?;
         let token = uuid::Uuid::new_v4().simple().to_string();
         let token_file = dir.join("tokens.csv");
         pki::write_private(

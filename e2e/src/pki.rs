@@ -1,6 +1,7 @@
-//! The throw-away PKI of one local control plane: a CA, the API server's
-//! serving certificate for the loopback address, and the service-account
-//! signing key.
+//! The PKI of one control plane: a CA, the API server's serving
+//! certificate for the loopback address (and any other names it is reached
+//! by, such as its compose service name), and the service-account signing
+//! key.
 //!
 //! Generated in-process with `rcgen` rather than left to kube-apiserver's
 //! `--cert-dir` self-signing, so the CA is known before the server starts
@@ -28,8 +29,9 @@ pub(crate) struct PkiFiles {
     pub service_account_public_key: PathBuf,
 }
 
-/// Generates the PKI and writes it under `dir`.
-pub(crate) fn write_pki(dir: &Path) -> Result<PkiFiles, ClusterError> {
+/// Generates the PKI and writes it under `dir`. The serving certificate is
+/// valid for the loopback names and for `extra_hosts`.
+pub(crate) fn write_pki(dir: &Path, extra_hosts: &[&str]) -> Result<PkiFiles, ClusterError> {
     let pki = |what| move |source| ClusterError::Pki { what, source };
 
     let ca_key = KeyPair::generate().map_err(pki("the CA key"))?;
@@ -47,12 +49,14 @@ pub(crate) fn write_pki(dir: &Path) -> Result<PkiFiles, ClusterError> {
     let issuer = Issuer::new(ca_params, ca_key);
 
     let serving_key = KeyPair::generate().map_err(pki("the serving key"))?;
-    let mut serving_params = CertificateParams::new(vec![
+    let mut hosts = vec![
         "127.0.0.1".to_owned(),
         "localhost".to_owned(),
         "kubernetes.default.svc".to_owned(),
-    ])
-    .map_err(pki("the serving certificate"))?;
+    ];
+    hosts.extend(extra_hosts.iter().map(|h| (*h).to_owned()));
+    let mut serving_params =
+        CertificateParams::new(hosts).map_err(pki("the serving certificate"))?;
     serving_params
         .distinguished_name
         .push(DnType::CommonName, "kube-apiserver");

@@ -4,7 +4,8 @@
 //!
 //! In-process so that a test can read the provider's metrics directly (API
 //! writes per reconcile) and stop it precisely; the binary runs the same
-//! `provider::run`.
+//! `provider::run`. fakecloud runs in-process too, except on the container
+//! backend (`E2E_CLUSTER=containers`), where it runs from its image.
 
 use std::fmt::Debug;
 use std::time::Duration;
@@ -21,7 +22,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::objects::{ClusterKind, Objects, ObjectsError};
-use crate::{ClusterError, ClusterOptions, TestCluster};
+use crate::{Backend, ClusterError, ClusterOptions, TestCluster};
 
 /// The namespace the world keeps its Secrets in.
 pub const NAMESPACE: &str = "crossplane-system";
@@ -38,6 +39,8 @@ pub struct WorldOptions {
     pub provisioning_delay: Duration,
     /// Extra provider flags, e.g. `--poll-interval=2s`.
     pub provider_args: Vec<String>,
+    /// The cluster backend; `None`: the one the environment selects.
+    pub backend: Option<Backend>,
 }
 
 impl Default for WorldOptions {
@@ -50,6 +53,7 @@ impl Default for WorldOptions {
                 "--poll-interval=1s".into(),
                 "--pending-poll-interval=250ms".into(),
             ],
+            backend: None,
         }
     }
 }
@@ -72,6 +76,59 @@ pub enum WorldError {
     Io(#[from] std::io::Error),
 }
 
+/// fakecloud, wherever it runs.
+enum Cloud {
+    InProcess(fakecloud::RunningServer),
+    #[cfg(feature = "containers")]
+    Container(Box<crate::containers::FakecloudContainer>),
+}
+
+impl Cloud {
+    /// In-process on a temp SQLite file, or from its image on the container
+    /// backend.
+    async fn start(
+        backend: &Backend,
+        dir: &tempfile::TempDir,
+        delay: Duration,
+    ) -> Result<Self, WorldError> {
+        #[cfg(feature = "containers")]
+        if *backend == Backend::Containers {
+            return Ok(Self::Container(Box::new(
+                crate::containers::FakecloudContainer::start(delay).await?,
+            )));
+        }
+        let _ = backend;
+        let mut config =
+            fakecloud::Config::new(dir.path().join("fakecloud.db").display().to_string());
+        config.default_delay = delay;
+        Ok(Self::InProcess(fakecloud::spawn(config).await?))
+    }
+
+    fn base_url(&self) -> String {
+        match self {
+            Self::InProcess(server) => server.base_url(),
+            #[cfg(feature = "containers")]
+            Self::Container(container) => container.base_url(),
+        }
+    }
+
+    fn api_key(&self) -> &str {
+        match self {
+            Self::InProcess(server) => server.api_key(),
+            #[cfg(feature = "containers")]
+            Self::Container(container) => container.api_key(),
+        }
+    }
+
+    fn admin_token(&self) -> &str {
+        match self {
+            Self::InProcess(server) => server.admin_token(),
+            #[cfg(feature = "containers")]
+            Self::Container(container) => container.admin_token(),
+        }
+    }
+}
+
 struct RunningProvider {
     token: CancellationToken,
     task: JoinHandle<Result<(), provider::RunError>>,
@@ -86,7 +143,7 @@ pub struct World {
     pub cloud: CloudClient,
     pub admin: AdminClient,
     pub metrics: Metrics,
-    cloud_server: Option<fakecloud::RunningServer>,
+    cloud_server: Option<Cloud>,
     provider: Option<RunningProvider>,
     options: WorldOptions,
     _dir: tempfile::TempDir,
@@ -98,17 +155,18 @@ impl World {
     }
 
     pub async fn start_with(options: WorldOptions) -> Result<Self, WorldError> {
-        let cluster_options = if options.install_crds {
-            ClusterOptions::default()
-        } else {
-            ClusterOptions::default().without_package_crds()
+        let backend = match options.backend.clone() {
+            Some(backend) => backend,
+            None => Backend::from_env()?,
         };
+        let mut cluster_options = ClusterOptions::default().backend(backend.clone());
+        if !options.install_crds {
+            cluster_options = cluster_options.without_package_crds();
+        }
         let (cluster, cloud_server) = tokio::join!(cluster_options.start(), async {
             let dir = tempfile::tempdir()?;
-            let mut config =
-                fakecloud::Config::new(dir.path().join("fakecloud.db").display().to_string());
-            config.default_delay = options.provisioning_delay;
-            Ok::<_, WorldError>((dir, fakecloud::spawn(config).await?))
+            let cloud = Cloud::start(&backend, &dir, options.provisioning_delay).await?;
+            Ok::<_, WorldError>((dir, cloud))
         });
         let cluster = cluster?;
         let (dir, cloud_server) = cloud_server?;
@@ -313,7 +371,7 @@ impl World {
     /// control plane.
     pub async fn shutdown(mut self) {
         self.stop_provider().await;
-        if let Some(server) = self.cloud_server.take() {
+        if let Some(Cloud::InProcess(server)) = self.cloud_server.take() {
             let _ = server.shutdown().await;
         }
     }

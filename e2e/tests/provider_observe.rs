@@ -6,68 +6,19 @@ use std::time::Duration;
 use apis::kinds::{Subnet, Vpc};
 use apis::well_known::EXTERNAL_NAME_ANNOTATION;
 use e2e::world::{World, at_provider, condition, external_name, is_ready, is_synced};
-use fakecloud::model::CreateVpc;
+use observe_import::{observed_vpc, team_vpc};
 use serde_json::json;
 
+#[path = "shared/observe_import.rs"]
+mod observe_import;
+
 const WAIT: Duration = Duration::from_secs(30);
-
-/// Another team's VPC, created straight in fakecloud; returns its id.
-async fn team_vpc(world: &World, cidr: &str) -> anyhow::Result<String> {
-    let body: CreateVpc =
-        serde_json::from_value(json!({ "cidrBlock": cidr, "tags": { "owner": "team-b" } }))?;
-    Ok(world
-        .cloud
-        .create_vpc("us-east-1", &body, None)
-        .await?
-        .resource
-        .id)
-}
-
-fn observed_vpc(name: &str, id: &str) -> serde_json::Value {
-    json!({
-        "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
-        "metadata": { "name": name, "annotations": { EXTERNAL_NAME_ANNOTATION: id } },
-        "spec": { "managementPolicies": ["Observe"], "forProvider": { "region": "us-east-1" } },
-    })
-}
 
 #[tokio::test]
 async fn observe_only_import_fills_at_provider_and_never_mutates() -> anyhow::Result<()> {
     e2e::init_tracing();
     let world = World::start().await?;
-    let id = team_vpc(&world, "10.1.0.0/16").await?;
-    let name = e2e::unique_name("imported");
-    let mark = world.audit_mark().await?;
-
-    let applied = world.apply::<Vpc>(observed_vpc(&name, &id)).await?;
-    let seen = world
-        .wait_for::<Vpc>(&name, "observed and available", WAIT, |v| {
-            is_ready(v) && is_synced(v) && at_provider(v)["id"] == id.as_str()
-        })
-        .await?;
-    let at = at_provider(&seen);
-    assert_eq!(at["cidrBlock"], "10.1.0.0/16");
-    assert_eq!(at["tags"]["owner"], "team-b");
-    assert_eq!(
-        at["enableDnsSupport"], true,
-        "atProvider is a superset of forProvider"
-    );
-    assert_eq!(
-        seen.spec, applied.spec,
-        "observe-only never late-initialises the spec"
-    );
-
-    world.delete::<Vpc>(&name).await?;
-    world.wait_gone::<Vpc>(&name, WAIT).await?;
-    assert!(
-        world.cloud.get_vpc("us-east-1", &id).await.is_ok(),
-        "deleting the MR leaves the VPC"
-    );
-    let mutations = world.mutating_calls("/v1/", mark).await?;
-    assert!(
-        mutations.is_empty(),
-        "observe-only made mutating calls: {mutations:?}"
-    );
+    observe_import::import_never_mutates(&world).await?;
     world.shutdown().await;
     Ok(())
 }

@@ -1,6 +1,8 @@
 //! `demo`: starts the whole system on this machine (control plane,
 //! fakecloud, the provider binary) and plays the seeds' stories; see
-//! `e2e::demo`. `scripts/demo` provisions, builds and runs it.
+//! `e2e::demo`. `scripts/demo` provisions, builds and runs it. With
+//! `--existing` it plays them on a system that runs already: the `demo`
+//! service of docker-compose.yml.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,7 +10,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use clap::Parser;
-use e2e::demo::{self, DemoOptions, Mode, Progress, RunDir};
+use e2e::demo::{self, DemoOptions, Existing, Mode, Progress, RunDir, Target};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -30,6 +32,33 @@ struct Args {
     /// changes show.
     #[arg(long, default_value_t = 2000)]
     poll_interval_ms: u64,
+    /// Play the stories on a system that runs already (docker-compose.yml's
+    /// services) instead of starting one; exits after the stories. Needs
+    /// the five flags below.
+    #[arg(long)]
+    existing: bool,
+    /// With --existing: an admin kubeconfig of the cluster.
+    #[arg(long, env = "DEMO_KUBECONFIG")]
+    kubeconfig: Option<PathBuf>,
+    /// With --existing: fakecloud's URL, as the provider reaches it.
+    #[arg(long, env = "DEMO_CLOUD_URL")]
+    cloud_url: Option<String>,
+    /// With --existing: an API key of fakecloud (for the credentials Secret).
+    #[arg(long, env = "DEMO_API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
+    /// With --existing: fakecloud's admin token (to read its audit log).
+    #[arg(long, env = "DEMO_ADMIN_TOKEN", hide_env_values = true)]
+    admin_token: Option<String>,
+    /// With --existing: the provider's metrics address, host:port.
+    #[arg(long, env = "DEMO_PROVIDER_METRICS")]
+    provider_metrics: Option<String>,
+    /// With --existing: the kubeconfig path a user on the host uses, for
+    /// the closing hints.
+    #[arg(long, env = "DEMO_HOST_KUBECONFIG")]
+    host_kubeconfig: Option<String>,
+    /// With --existing: fakecloud's URL from the host, for the closing hints.
+    #[arg(long, env = "DEMO_HOST_CLOUD_URL")]
+    host_cloud_url: Option<String>,
     /// Milliseconds already spent before this process started (set by
     /// `scripts/demo` for its provisioning and build), so progress lines
     /// show the time since the command was typed.
@@ -48,47 +77,103 @@ async fn main() -> ExitCode {
             return ExitCode::from(demo::EXIT_ERROR);
         }
     };
-    if let Err(error) = log_to(run_dir.path().join("demo.log")) {
-        eprintln!("error: {error}");
-        return ExitCode::from(demo::EXIT_ERROR);
-    }
-    let provider_bin = match args.provider_bin {
-        Some(path) => path,
-        None => match beside_this_binary("provider") {
-            Ok(path) => path,
-            Err(error) => {
-                eprintln!("error: locating the provider binary: {error}");
+    let target = if args.existing {
+        // A container's files vanish with it: its log goes to stderr, where
+        // `docker compose logs` keeps it; errors only by default, since
+        // `docker compose up` shows it between the stories.
+        init_tracing(Mutex::new(std::io::stderr()), "error");
+        match existing(&args) {
+            Ok(existing) => Target::Existing(existing),
+            Err(missing) => {
+                eprintln!("error: --existing needs {missing}");
                 return ExitCode::from(demo::EXIT_ERROR);
             }
-        },
+        }
+    } else {
+        match std::fs::File::create(run_dir.path().join("demo.log")) {
+            Ok(file) => init_tracing(Mutex::new(file), e2e::DEFAULT_LOG_FILTER),
+            Err(error) => {
+                eprintln!("error: creating the demo's log: {error}");
+                return ExitCode::from(demo::EXIT_ERROR);
+            }
+        }
+        match args.provider_bin.clone() {
+            Some(provider_bin) => Target::Local { provider_bin },
+            None => match beside_this_binary("provider") {
+                Ok(provider_bin) => Target::Local { provider_bin },
+                Err(error) => {
+                    eprintln!("error: locating the provider binary: {error}");
+                    return ExitCode::from(demo::EXIT_ERROR);
+                }
+            },
+        }
     };
-    println!("fakecloud provider demo: the whole system on this machine, then the seeds' stories");
-    progress.step(format!("logs in {}", run_dir.path().display()));
-    let options = DemoOptions {
-        provider_bin,
-        provisioning_delay: Duration::from_millis(args.provisioning_delay_ms),
-        poll_interval: Duration::from_millis(args.poll_interval_ms),
-    };
-    let mode = if args.once {
+    let mode = if args.once || args.existing {
         Mode::Once
     } else {
         Mode::UntilInterrupted
     };
+    if args.existing {
+        println!("fakecloud provider demo: the seeds' stories on the running system");
+    } else {
+        println!(
+            "fakecloud provider demo: the whole system on this machine, then the seeds' stories"
+        );
+        progress.step(format!("logs in {}", run_dir.path().display()));
+    }
+    let options = DemoOptions {
+        target,
+        provisioning_delay: Duration::from_millis(args.provisioning_delay_ms),
+        poll_interval: Duration::from_millis(args.poll_interval_ms),
+    };
     ExitCode::from(demo::run(options, mode, run_dir, progress).await)
 }
 
-/// The demo's own log (kube client, fakecloud's server) goes to a file so
-/// the terminal shows only the stories.
-fn log_to(path: PathBuf) -> std::io::Result<()> {
-    let file = std::fs::File::create(&path)?;
+/// The running system `--existing` names, or the flags that are missing.
+fn existing(args: &Args) -> Result<Existing, String> {
+    let mut missing = Vec::new();
+    let mut need = |value: &Option<String>, flag: &str| {
+        if value.is_none() {
+            missing.push(flag.to_owned());
+        }
+        value.clone().unwrap_or_default()
+    };
+    let cloud_url = need(&args.cloud_url, "--cloud-url");
+    let api_key = need(&args.api_key, "--api-key");
+    let admin_token = need(&args.admin_token, "--admin-token");
+    let provider_metrics = need(&args.provider_metrics, "--provider-metrics");
+    let kubeconfig = need(
+        &args.kubeconfig.as_ref().map(|p| p.display().to_string()),
+        "--kubeconfig",
+    );
+    if !missing.is_empty() {
+        return Err(missing.join(", "));
+    }
+    Ok(Existing {
+        kubeconfig: PathBuf::from(kubeconfig),
+        cloud_url,
+        api_key,
+        admin_token,
+        provider_metrics,
+        host_kubeconfig: args.host_kubeconfig.clone(),
+        host_cloud_url: args.host_cloud_url.clone(),
+    })
+}
+
+/// The demo's own log (kube client, fakecloud's server) goes to `writer`,
+/// a file locally, so the terminal shows only the stories. `RUST_LOG`
+/// overrides `default_filter`.
+fn init_tracing<W>(writer: Mutex<W>, default_filter: &str)
+where
+    W: std::io::Write + Send + 'static,
+{
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(e2e::DEFAULT_LOG_FILTER));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false)
-        .with_writer(Mutex::new(file))
+        .with_writer(writer)
         .init();
-    Ok(())
 }
 
 fn beside_this_binary(name: &str) -> std::io::Result<PathBuf> {

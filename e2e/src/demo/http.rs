@@ -1,10 +1,9 @@
-//! A plain HTTP/1.0 GET for the provider's local `/metrics` and `/readyz`.
+//! A plain HTTP/1.0 GET for the provider's `/metrics` and `/readyz`.
 //!
 //! Written by hand because the e2e crate has no HTTP client dependency of
-//! its own and these two loopback endpoints need nothing more than a request
-//! line and the body back.
+//! its own and these two endpoints need nothing more than a request line and
+//! the body back.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -13,8 +12,9 @@ use tokio::net::TcpStream;
 /// How long one local request may take.
 const TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The status code and body of `GET path`.
-pub(crate) async fn get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+/// The status code and body of `GET path` from `addr` (`host:port`; a name
+/// such as a compose service's is resolved).
+pub(crate) async fn get(addr: &str, path: &str) -> std::io::Result<(u16, String)> {
     tokio::time::timeout(TIMEOUT, async {
         let mut stream = TcpStream::connect(addr).await?;
         stream

@@ -18,6 +18,10 @@
 //! Every process is torn down when the demo ends (Ctrl-C, SIGTERM or
 //! `--once`); children also carry a parent-death signal, so even a killed
 //! demo leaves nothing behind.
+//!
+//! With `--existing` ([`Target::Existing`]) the demo starts nothing: it plays
+//! the same stories against a system that runs already, as the `demo`
+//! service of docker-compose.yml does against the compose services.
 
 mod http;
 mod progress;
@@ -37,12 +41,41 @@ pub use system::{RunDir, System};
 /// What the demo was asked to do.
 #[derive(Debug, Clone)]
 pub struct DemoOptions {
-    /// The provider binary to start.
-    pub provider_bin: PathBuf,
-    /// fakecloud's provisioning delay, so "creating" is visible but short.
+    /// Which system the stories play on.
+    pub target: Target,
+    /// fakecloud's provisioning delay, so "creating" is visible but short
+    /// (local mode; a running fakecloud keeps its own).
     pub provisioning_delay: Duration,
-    /// The provider's `--poll-interval`: how soon outside changes show.
+    /// The provider's `--poll-interval`: how soon outside changes show (the
+    /// stories wait this long for them, so with `--existing` it must match
+    /// the running provider's).
     pub poll_interval: Duration,
+}
+
+/// The system the stories play on.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// Start everything here; the provider from this binary.
+    Local { provider_bin: PathBuf },
+    /// Connect to a system that runs already.
+    Existing(Existing),
+}
+
+/// Where the parts of a running system are, as the demo reaches them.
+#[derive(Debug, Clone)]
+pub struct Existing {
+    /// An admin kubeconfig of the cluster.
+    pub kubeconfig: PathBuf,
+    /// fakecloud's URL; the ProviderConfig the demo creates names it too, so
+    /// it must be the URL the provider reaches fakecloud by.
+    pub cloud_url: String,
+    pub api_key: String,
+    pub admin_token: String,
+    /// The provider's metrics address, `host:port`.
+    pub provider_metrics: String,
+    /// How a user on the host reaches the system, for the closing hints.
+    pub host_kubeconfig: Option<String>,
+    pub host_cloud_url: Option<String>,
 }
 
 /// Why the demo could not run (as opposed to a story whose expectation did
@@ -108,6 +141,7 @@ pub const EXIT_INTERRUPTED: u8 = 130;
 /// the process exit status. Failures keep `run_dir` (with every log) and
 /// print its path.
 pub async fn run(options: DemoOptions, mode: Mode, run_dir: RunDir, progress: Progress) -> u8 {
+    let options_target = options.target.clone();
     let mut slot: Option<System> = None;
     let played = tokio::select! {
         played = start_and_play(options, &run_dir, &progress, &mut slot) => Some(played),
@@ -133,6 +167,9 @@ pub async fn run(options: DemoOptions, mode: Mode, run_dir: RunDir, progress: Pr
             } else {
                 EXIT_STORY_FAILED
             };
+            if let (Some(system), Target::Existing(existing)) = (&slot, &options_target) {
+                explain_existing(system, existing);
+            }
             if mode == Mode::UntilInterrupted
                 && let Some(system) = &slot
             {
@@ -152,8 +189,11 @@ pub async fn run(options: DemoOptions, mode: Mode, run_dir: RunDir, progress: Pr
     if let Some(system) = slot.take() {
         system.shutdown().await;
     }
+    let local = matches!(options_target, Target::Local { .. });
     if code == 0 {
-        progress.step("stopped; no process left behind");
+        if local {
+            progress.step("stopped; no process left behind");
+        }
     } else {
         let kept = run_dir.keep();
         eprintln!(
@@ -175,8 +215,13 @@ async fn start_and_play(
 }
 
 fn explain_how_to_explore(system: &System, run_dir: &RunDir) {
+    let Target::Local { .. } = &system.options.target else {
+        return;
+    };
     let url = system.cloud_url();
-    let provider = system.provider_ref();
+    let Some(provider) = system.provider_process() else {
+        return;
+    };
     println!();
     println!("The system keeps running. Explore it from another shell:");
     println!(
@@ -202,6 +247,30 @@ fn explain_how_to_explore(system: &System, run_dir: &RunDir) {
     );
     println!("    demo folder {}", run_dir.path().display());
     println!("Press Ctrl-C to stop and remove everything.");
+}
+
+/// The closing hints of `--existing`: how to reach, from the host, the
+/// system that keeps running after the demo exits.
+fn explain_existing(system: &System, existing: &Existing) {
+    println!();
+    println!("The system keeps running. Explore it from the host:");
+    if let Some(kubeconfig) = &existing.host_kubeconfig {
+        println!("    export KUBECONFIG={kubeconfig}");
+        println!("    kubectl get managed                    # READY, SYNCED, EXTERNAL-NAME");
+    }
+    let url = existing
+        .host_cloud_url
+        .as_deref()
+        .unwrap_or(&existing.cloud_url);
+    println!(
+        "    curl -s -H 'Authorization: Bearer {}' {url}/v1/regions/us-east-1/vpcs",
+        system.api_key()
+    );
+    println!(
+        "    curl -s -H 'Authorization: Bearer {}' '{url}/admin/audit?actor=api&mutating=true'",
+        system.admin_token()
+    );
+    println!("`docker compose down -v` removes everything.");
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -76,7 +76,7 @@ impl ProviderProcess {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             self.ensure_running()?;
-            let last = match http::get(self.health_addr, "/readyz").await {
+            let last = match http::get(&self.health_addr.to_string(), "/readyz").await {
                 Ok((200, _)) => return Ok(()),
                 Ok((status, body)) => format!("{status} {body}"),
                 Err(e) => e.to_string(),
@@ -94,15 +94,7 @@ impl ProviderProcess {
 
     /// Kinds whose controller runs, per `provider_active_controllers`.
     pub async fn active_controllers(&self) -> Result<Vec<String>, DemoError> {
-        let (status, body) = http::get(self.metrics_addr, "/metrics")
-            .await
-            .map_err(|e| DemoError::io("reading the provider's /metrics", e))?;
-        if status != 200 {
-            return Err(DemoError::Unexpected(format!(
-                "the provider's /metrics answered {status}"
-            )));
-        }
-        Ok(active_kinds(&body))
+        active_controllers_at(&self.metrics_addr.to_string()).await
     }
 
     /// SIGTERM, then up to [`STOP_GRACE`] for a graceful exit; the process
@@ -119,6 +111,20 @@ impl ProviderProcess {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+}
+
+/// Kinds whose controller runs, per `provider_active_controllers` in the
+/// metrics served at `addr` (`host:port`), wherever that provider runs.
+pub(crate) async fn active_controllers_at(addr: &str) -> Result<Vec<String>, DemoError> {
+    let (status, body) = http::get(addr, "/metrics")
+        .await
+        .map_err(|e| DemoError::io(format!("reading the provider's /metrics at {addr}"), e))?;
+    if status != 200 {
+        return Err(DemoError::Unexpected(format!(
+            "the provider's /metrics at {addr} answered {status}"
+        )));
+    }
+    Ok(active_kinds(&body))
 }
 
 /// A loopback address with a port that was free a moment ago. The provider

@@ -1,5 +1,7 @@
 //! The running system: control plane, fakecloud and the provider process,
-//! started in that order with progress lines, stopped in reverse.
+//! started in that order with progress lines, stopped in reverse; or, with
+//! `--existing`, a system someone else runs (docker-compose.yml's services),
+//! which the demo only connects to.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -11,8 +13,9 @@ use serde_json::json;
 
 use crate::objects::Objects;
 
-use super::{DemoError, DemoOptions, Progress, ProviderProcess};
-use crate::TestCluster;
+use super::provider_process::active_controllers_at;
+use super::{DemoError, DemoOptions, Existing, Progress, ProviderProcess, Target};
+use crate::{Backend, TestCluster};
 
 /// The namespace of the credentials and connection Secrets.
 pub const NAMESPACE: &str = "crossplane-system";
@@ -54,15 +57,48 @@ pub struct System {
     pub admin: AdminClient,
     pub(crate) objects: Objects,
     pub options: DemoOptions,
+    endpoint: CloudEndpoint,
+    /// fakecloud in this process (local mode only).
     cloud_server: Option<fakecloud::RunningServer>,
-    provider: Option<ProviderProcess>,
-    database: PathBuf,
+    provider: Option<Provider>,
+    /// fakecloud's SQLite file (local mode only).
+    database: Option<PathBuf>,
+}
+
+/// How the demo and the provider reach fakecloud.
+#[derive(Debug, Clone)]
+struct CloudEndpoint {
+    url: String,
+    api_key: String,
+    admin_token: String,
+}
+
+/// The provider the stories watch: a process the demo started, or one that
+/// runs elsewhere and is known by its metrics address.
+enum Provider {
+    Process(ProviderProcess),
+    Remote { metrics: String },
 }
 
 impl System {
-    /// Starts everything; the provider last, with none of its CRDs installed.
+    /// Starts everything (the provider last, with none of its CRDs
+    /// installed), or connects to the existing system.
     pub async fn start(
         options: DemoOptions,
+        run_dir: &RunDir,
+        progress: &Progress,
+    ) -> Result<Self, DemoError> {
+        match options.target.clone() {
+            Target::Local { provider_bin } => {
+                Self::start_local(options, provider_bin, run_dir, progress).await
+            }
+            Target::Existing(existing) => Self::connect(options, existing, progress).await,
+        }
+    }
+
+    async fn start_local(
+        options: DemoOptions,
+        provider_bin: PathBuf,
         run_dir: &RunDir,
         progress: &Progress,
     ) -> Result<Self, DemoError> {
@@ -88,20 +124,19 @@ impl System {
             cloud_server.base_url(),
             database.display()
         ));
-        let cloud = CloudClient::new(cloud_server.base_url(), cloud_server.api_key());
-        let admin = AdminClient::new(cloud_server.base_url(), cloud_server.admin_token());
-        let mut system = Self {
-            objects: Objects::new(cluster.client(), DEMO_MANAGER),
-            cluster,
-            cloud,
-            admin,
-            options,
-            cloud_server: Some(cloud_server),
-            provider: None,
-            database,
+        let endpoint = CloudEndpoint {
+            url: cloud_server.base_url(),
+            api_key: cloud_server.api_key().to_owned(),
+            admin_token: cloud_server.admin_token().to_owned(),
         };
+        let mut system = Self::assemble(cluster, endpoint, options);
+        system.cloud_server = Some(cloud_server);
+        system.database = Some(database);
         // The control plane's logs die with it: keep them if the rest fails.
-        match system.start_provider(run_dir, progress).await {
+        match system
+            .start_provider(&provider_bin, run_dir, progress)
+            .await
+        {
             Ok(()) => Ok(system),
             Err(error) => {
                 system.save_control_plane_logs(run_dir.path());
@@ -110,10 +145,70 @@ impl System {
         }
     }
 
+    /// Connects to a system that runs already (docker-compose.yml): its
+    /// API server through `kubeconfig`, fakecloud at its URL, the provider's
+    /// metrics at their address. The cluster must not know the provider's
+    /// CRDs yet, since the first story installs them.
+    async fn connect(
+        options: DemoOptions,
+        existing: Existing,
+        progress: &Progress,
+    ) -> Result<Self, DemoError> {
+        progress.step(format!(
+            "connecting to the running system: API server of {}, fakecloud {}, provider metrics {}",
+            existing.kubeconfig.display(),
+            existing.cloud_url,
+            existing.provider_metrics
+        ));
+        let cluster = TestCluster::options()
+            .backend(Backend::Kubeconfig(existing.kubeconfig.clone()))
+            .without_package_crds()
+            .start()
+            .await?;
+        let leftover = crate::crds::installed_package_crds(&cluster.client()).await?;
+        if !leftover.is_empty() {
+            return Err(DemoError::Unexpected(format!(
+                "the cluster already has the provider's CRDs ({}): the demo plays its stories on a fresh system; start over with `docker compose down -v`",
+                leftover.join(", ")
+            )));
+        }
+        let endpoint = CloudEndpoint {
+            url: existing.cloud_url.clone(),
+            api_key: existing.api_key.clone(),
+            admin_token: existing.admin_token.clone(),
+        };
+        let mut system = Self::assemble(cluster, endpoint, options);
+        system.admin.audit(&AuditQuery::default()).await?;
+        progress.step(format!(
+            "Kubernetes {}, no provider CRD installed; fakecloud answers",
+            system.cluster.server_version().git_version
+        ));
+        system.create_credentials().await?;
+        system.provider = Some(Provider::Remote {
+            metrics: existing.provider_metrics,
+        });
+        Ok(system)
+    }
+
+    fn assemble(cluster: TestCluster, endpoint: CloudEndpoint, options: DemoOptions) -> Self {
+        Self {
+            objects: Objects::new(cluster.client(), DEMO_MANAGER),
+            cloud: CloudClient::new(endpoint.url.clone(), &endpoint.api_key),
+            admin: AdminClient::new(endpoint.url.clone(), &endpoint.admin_token),
+            cluster,
+            options,
+            endpoint,
+            cloud_server: None,
+            provider: None,
+            database: None,
+        }
+    }
+
     /// Creates the credentials, then starts the provider binary and waits
     /// until it is ready.
     async fn start_provider(
         &mut self,
+        provider_bin: &Path,
         run_dir: &RunDir,
         progress: &Progress,
     ) -> Result<(), DemoError> {
@@ -121,10 +216,10 @@ impl System {
 
         progress.step(format!(
             "starting the provider binary {} with KUBECONFIG only",
-            self.options.provider_bin.display()
+            provider_bin.display()
         ));
         let mut provider = ProviderProcess::start(
-            &self.options.provider_bin,
+            provider_bin,
             self.cluster.kubeconfig(),
             &[
                 format!(
@@ -152,7 +247,7 @@ impl System {
             "processes (pid): control plane + provider {}",
             pids.join(" ")
         ));
-        self.provider = Some(provider);
+        self.provider = Some(Provider::Process(provider));
         Ok(())
     }
 
@@ -177,44 +272,52 @@ impl System {
         Ok(())
     }
 
+    /// fakecloud's URL, as the provider reaches it too.
     pub fn cloud_url(&self) -> String {
-        self.server().base_url()
+        self.endpoint.url.clone()
     }
 
     pub fn api_key(&self) -> &str {
-        self.server().api_key()
+        &self.endpoint.api_key
     }
 
     pub fn admin_token(&self) -> &str {
-        self.server().admin_token()
+        &self.endpoint.admin_token
     }
 
-    pub fn database(&self) -> &Path {
-        &self.database
+    /// fakecloud's SQLite file, when fakecloud runs in this process.
+    pub fn database(&self) -> Option<&Path> {
+        self.database.as_deref()
     }
 
-    fn server(&self) -> &fakecloud::RunningServer {
-        self.cloud_server
+    /// The provider process the demo started (none with `--existing`).
+    pub fn provider_process(&self) -> Option<&ProviderProcess> {
+        match &self.provider {
+            Some(Provider::Process(process)) => Some(process),
+            _ => None,
+        }
+    }
+
+    /// Kinds whose controller runs, per the provider's
+    /// `provider_active_controllers` metric.
+    pub async fn active_controllers(&self) -> Result<Vec<String>, DemoError> {
+        match self
+            .provider
             .as_ref()
-            .expect("fakecloud runs until shutdown")
-    }
-
-    pub fn provider(&mut self) -> &mut ProviderProcess {
-        self.provider
-            .as_mut()
             .expect("the provider runs until shutdown")
-    }
-
-    pub fn provider_ref(&self) -> &ProviderProcess {
-        self.provider
-            .as_ref()
-            .expect("the provider runs until shutdown")
+        {
+            Provider::Process(process) => process.active_controllers().await,
+            Provider::Remote { metrics } => active_controllers_at(metrics).await,
+        }
     }
 
     /// An error if the provider or a control-plane process has died: after
-    /// that no story can hold, so the demo stops with the logs.
+    /// that no story can hold, so the demo stops with the logs. A system
+    /// run by someone else restarts its own parts; nothing to check here.
     pub fn ensure_healthy(&mut self) -> Result<(), DemoError> {
-        self.provider().ensure_running()?;
+        if let Some(Provider::Process(process)) = self.provider.as_mut() {
+            process.ensure_running()?;
+        }
         let dead = self.cluster.dead_components();
         if dead.is_empty() {
             Ok(())
@@ -271,7 +374,7 @@ impl System {
     /// Stops the provider (SIGTERM, then kill), fakecloud, then the control
     /// plane; returns once every process is gone.
     pub async fn shutdown(mut self) {
-        if let Some(provider) = self.provider.take() {
+        if let Some(Provider::Process(provider)) = self.provider.take() {
             provider.stop().await;
         }
         if let Some(server) = self.cloud_server.take() {

@@ -40,7 +40,7 @@ const KINDS: [(&str, &[&str]); 5] = [
 
 pub(crate) async fn play(system: &mut System) -> Result<Verdict, DemoError> {
     let mut verdict = Verdict::default();
-    let before = system.provider_ref().active_controllers().await?;
+    let before = system.active_controllers().await?;
     line(format!(
         "provider ready with 0 CRDs; active controllers: {}",
         list(&before)
@@ -99,7 +99,7 @@ async fn wait_for_controllers(
 ) -> Result<Vec<String>, DemoError> {
     let deadline = tokio::time::Instant::now() + GATE;
     loop {
-        let active = system.provider_ref().active_controllers().await?;
+        let active = system.active_controllers().await?;
         if active == expected || tokio::time::Instant::now() >= deadline {
             return Ok(active);
         }

@@ -1,0 +1,97 @@
+# The project's images, all from one build: the Rust workspace is compiled
+# once (stage `build`) and each runtime stage copies its binary out of it.
+# docker-compose.yml picks a stage per service with `build.target`; the
+# legacy builder and BuildKit both reuse the `build` stage across targets.
+#
+#   provider   the Crossplane provider (also what the package embeds)
+#   fakecloud  the fake cloud
+#   tools      the demo and the one-shot set-up steps of docker-compose.yml
+#
+# Base images are public ones; on a machine without a registry,
+# scripts/images makes them locally under these names.
+
+FROM rust:1.95-slim-bookworm AS build
+WORKDIR /src
+ENV CARGO_INCREMENTAL=0 CARGO_TERM_COLOR=never
+# The binaries every image needs, built by one cargo invocation. The e2e
+# crate is built without its `containers` feature: the demo and the set-up
+# steps drive an existing cluster, not Docker.
+ARG CARGO_BUILD="cargo build --profile container --locked \
+    -p fakecloud --bin fakecloud -p provider --bin provider \
+    -p e2e --no-default-features --bin demo --bin compose-setup"
+
+# Dependencies first, from the manifests and Cargo.lock with stub sources,
+# so a change to our own code reuses this layer and recompiles only our
+# four crates. Their stub artefacts' fingerprints are removed with the stubs.
+COPY Cargo.toml Cargo.lock ./
+COPY apis/Cargo.toml apis/
+COPY fakecloud/Cargo.toml fakecloud/
+COPY provider/Cargo.toml provider/
+COPY e2e/Cargo.toml e2e/
+RUN set -eu; \
+    for crate in apis fakecloud provider e2e; do mkdir -p "$crate/src"; : > "$crate/src/lib.rs"; done; \
+    mkdir -p fakecloud/benches e2e/src/bin; \
+    for main in fakecloud/src/main.rs provider/src/main.rs fakecloud/benches/load.rs \
+                e2e/src/bin/demo.rs e2e/src/bin/compose-setup.rs; do echo 'fn main() {}' > "$main"; done; \
+    $CARGO_BUILD; \
+    rm -rf apis fakecloud/src fakecloud/benches provider/src e2e/src \
+        target/container/.fingerprint/apis-* target/container/.fingerprint/fakecloud-* \
+        target/container/.fingerprint/provider-* target/container/.fingerprint/e2e-*
+
+# The sources the binaries are built from (all of apis, whose manifest the
+# stub step removed), so editing fakecloud's, the provider's or the e2e
+# tests, a README or the package does not rebuild the images' binaries.
+COPY apis apis
+COPY fakecloud/src fakecloud/src
+COPY fakecloud/migrations fakecloud/migrations
+COPY fakecloud/benches fakecloud/benches
+COPY provider/src provider/src
+COPY e2e/src e2e/src
+RUN set -eu; $CARGO_BUILD; mkdir /out; \
+    for bin in fakecloud provider demo compose-setup; do cp "target/container/$bin" /out/; done
+
+# What every runtime image shares: Debian slim, OCI labels, a non-root user.
+FROM debian:bookworm-slim AS runtime
+ARG VERSION=0.1.0
+# No public remote exists yet: set SOURCE_URL when publishing.
+ARG SOURCE_URL=unpublished
+ARG REVISION=unknown
+LABEL org.opencontainers.image.source=$SOURCE_URL \
+      org.opencontainers.image.version=$VERSION \
+      org.opencontainers.image.revision=$REVISION \
+      org.opencontainers.image.licenses=Apache-2.0 \
+      org.opencontainers.image.vendor="fakecloud-provider"
+# Logs are read through `docker logs`, not a terminal: no colour codes.
+ENV NO_COLOR=1
+
+FROM runtime AS fakecloud
+LABEL org.opencontainers.image.title=fakecloud \
+      org.opencontainers.image.description="A small SQLite-backed fake cloud"
+# The data folder belongs to the runtime user, so a fresh named volume
+# mounted here (Docker copies the folder's owner into it) is writable.
+RUN mkdir -p /var/lib/fakecloud && chown 65532:65532 /var/lib/fakecloud
+COPY --from=build /out/fakecloud /usr/local/bin/fakecloud
+# 65532 is the conventional "nonroot" id of distroless images.
+USER 65532:65532
+ENV FAKECLOUD_LISTEN=0.0.0.0:8787 FAKECLOUD_DATABASE=/var/lib/fakecloud/fakecloud.db
+EXPOSE 8787
+VOLUME /var/lib/fakecloud
+ENTRYPOINT ["/usr/local/bin/fakecloud"]
+
+FROM runtime AS provider
+LABEL org.opencontainers.image.title=provider-fakecloud \
+      org.opencontainers.image.description="Crossplane provider for fakecloud"
+COPY --from=build /out/provider /usr/local/bin/provider
+USER 65532:65532
+ENV PROVIDER_METRICS_ADDR=0.0.0.0:8080 PROVIDER_HEALTH_ADDR=0.0.0.0:8081
+EXPOSE 8080 8081
+ENTRYPOINT ["/usr/local/bin/provider"]
+
+FROM runtime AS tools
+LABEL org.opencontainers.image.title=fakecloud-provider-tools \
+      org.opencontainers.image.description="The demo's stories and the compose set-up steps"
+COPY --from=build /out/demo /out/compose-setup /usr/local/bin/
+COPY package /usr/share/fakecloud-provider/package
+ENV E2E_PACKAGE_DIR=/usr/share/fakecloud-provider/package
+USER 65532:65532
+ENTRYPOINT ["/usr/local/bin/demo"]
