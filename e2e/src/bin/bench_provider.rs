@@ -309,7 +309,10 @@ async fn count_ready(kube: kube::Client, mix: bool, total: usize) -> anyhow::Res
         streams.push(ready_stream::<DatabaseInstance>(&kube, &config));
     }
     let mut all = stream::select_all(streams);
-    while let Some((key, is)) = all.try_next().await? {
+    // A watch error (an expired resourceVersion on a young server) is
+    // passed through; the watcher relists after its backoff by itself.
+    while let Some(event) = all.next().await {
+        let Ok((key, is)) = event else { continue };
         let mut ready = ready.lock().expect("ready lock");
         ready.insert(key, is);
         if ready.values().filter(|r| **r).count() == total {
@@ -407,7 +410,8 @@ async fn floor(world: &World, count: usize, clients: usize) -> anyhow::Result<Du
             .default_backoff()
             .applied_objects()
             .boxed();
-            while let Some(vpc) = stream.try_next().await? {
+            while let Some(event) = stream.next().await {
+                let Ok(vpc) = event else { continue };
                 if is_ready(&vpc) {
                     ready.insert(vpc.name_any());
                     if ready.len() == count {
