@@ -277,13 +277,9 @@ impl ContainerControlPlane {
     async fn wait_ready(&self, timeout: Duration) -> Result<(), ClusterError> {
         let began = Instant::now();
         loop {
-            let request = http::Request::get("/readyz")
-                .body(Vec::new())
-                .expect("a static request is valid");
-            let last = match self.client.request_text(request).await {
-                Ok(body) if body.trim() == "ok" => return Ok(()),
-                Ok(body) => body,
-                Err(e) => e.to_string(),
+            let last = match crate::cluster::readyz(&self.client).await {
+                Ok(()) => return Ok(()),
+                Err(last) => last,
             };
             if began.elapsed() >= timeout {
                 let logs = self.apiserver.stderr_to_vec().await.unwrap_or_default();

@@ -200,13 +200,9 @@ impl LocalControlPlane {
                 tokio::time::sleep(READY_POLL).await;
                 continue;
             }
-            let request = http::Request::get("/readyz")
-                .body(Vec::new())
-                .expect("a static request is valid");
-            let last = match self.client.request_text(request).await {
-                Ok(body) if body.trim() == "ok" => return Ok(()),
-                Ok(body) => body,
-                Err(e) => e.to_string(),
+            let last = match crate::cluster::readyz(&self.client).await {
+                Ok(()) => return Ok(()),
+                Err(last) => last,
             };
             if began.elapsed() >= timeout {
                 return Err(self.not_ready(timeout, last));
