@@ -48,13 +48,11 @@ pub struct Config {
     #[arg(long, env = "PROVIDER_LEADER_ELECTION", default_value_t = false, action = clap::ArgAction::Set)]
     pub leader_election: bool,
 
-    /// Namespace of the leader-election Lease.
-    #[arg(
-        long,
-        env = "PROVIDER_LEADER_ELECTION_NAMESPACE",
-        default_value = "crossplane-system"
-    )]
-    pub leader_election_namespace: String,
+    /// Namespace of the leader-election Lease. Default: the pod's own
+    /// namespace (`POD_NAMESPACE`, which Crossplane sets on a provider's
+    /// pod), else `crossplane-system`.
+    #[arg(long, env = "PROVIDER_LEADER_ELECTION_NAMESPACE")]
+    pub leader_election_namespace: Option<String>,
 
     /// Where `/metrics` (Prometheus) is served.
     #[arg(long, env = "PROVIDER_METRICS_ADDR", default_value = "127.0.0.1:8080")]
@@ -67,6 +65,22 @@ pub struct Config {
     /// Log as JSON lines instead of human-readable text.
     #[arg(long, env = "PROVIDER_LOG_JSON", default_value_t = false, action = clap::ArgAction::Set)]
     pub log_json: bool,
+}
+
+/// Where the Lease lives when neither the flag nor `POD_NAMESPACE` says.
+pub const DEFAULT_LEASE_NAMESPACE: &str = "crossplane-system";
+
+impl Config {
+    /// The leader-election Lease's namespace: the flag, else
+    /// `pod_namespace` (the `POD_NAMESPACE` variable, so a provider that
+    /// Crossplane installs in any namespace elects there, where its RBAC
+    /// lets it), else [`DEFAULT_LEASE_NAMESPACE`].
+    pub fn lease_namespace(&self, pod_namespace: Option<String>) -> String {
+        self.leader_election_namespace
+            .clone()
+            .or(pod_namespace.filter(|ns| !ns.is_empty()))
+            .unwrap_or_else(|| DEFAULT_LEASE_NAMESPACE.to_owned())
+    }
 }
 
 #[cfg(test)]
@@ -94,6 +108,26 @@ mod tests {
         assert_eq!(config.poll_interval, Duration::from_secs(30));
         assert!(!config.enable_management_policies);
         assert!(config.leader_election);
+    }
+
+    #[test]
+    fn the_lease_namespace_is_the_flag_else_the_pods_else_crossplane_system() {
+        let default = Config::try_parse_from(["provider"]).unwrap();
+        assert_eq!(default.lease_namespace(None), "crossplane-system");
+        assert_eq!(
+            default.lease_namespace(Some(String::new())),
+            "crossplane-system"
+        );
+        assert_eq!(
+            default.lease_namespace(Some("upbound-system".into())),
+            "upbound-system"
+        );
+        let flagged =
+            Config::try_parse_from(["provider", "--leader-election-namespace=ops"]).unwrap();
+        assert_eq!(
+            flagged.lease_namespace(Some("upbound-system".into())),
+            "ops"
+        );
     }
 
     #[test]

@@ -102,7 +102,7 @@ pub async fn run(
             .unwrap_or_else(|_| format!("provider-{}", std::process::id()));
         let elector = leader::Elector::new(
             kube,
-            &config.leader_election_namespace,
+            &config.lease_namespace(std::env::var("POD_NAMESPACE").ok()),
             "provider-fakecloud-leader",
             &identity,
         );
