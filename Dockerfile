@@ -18,25 +18,27 @@ ENV CARGO_INCREMENTAL=0 CARGO_TERM_COLOR=never
 # steps drive an existing cluster, not Docker.
 ARG CARGO_BUILD="cargo build --profile container --locked \
     -p fakecloud --bin fakecloud -p provider --bin provider \
-    -p e2e --no-default-features --bin demo --bin compose-setup"
+    -p demo --bin demo -p e2e --no-default-features --bin compose-setup"
 
 # Dependencies first, from the manifests and Cargo.lock with stub sources,
 # so a change to our own code reuses this layer and recompiles only our
-# four crates. Their stub artefacts' fingerprints are removed with the stubs.
+# five crates. Their stub artefacts' fingerprints are removed with the stubs.
 COPY Cargo.toml Cargo.lock ./
 COPY apis/Cargo.toml apis/
 COPY fakecloud/Cargo.toml fakecloud/
 COPY provider/Cargo.toml provider/
 COPY e2e/Cargo.toml e2e/
+COPY demo/Cargo.toml demo/
 RUN set -eu; \
-    for crate in apis fakecloud provider e2e; do mkdir -p "$crate/src"; : > "$crate/src/lib.rs"; done; \
+    for crate in apis fakecloud provider e2e demo; do mkdir -p "$crate/src"; : > "$crate/src/lib.rs"; done; \
     mkdir -p fakecloud/benches e2e/src/bin; \
     for main in fakecloud/src/main.rs provider/src/main.rs fakecloud/benches/load.rs \
-                e2e/src/bin/demo.rs e2e/src/bin/compose-setup.rs; do echo 'fn main() {}' > "$main"; done; \
+                demo/src/main.rs e2e/src/bin/compose-setup.rs; do echo 'fn main() {}' > "$main"; done; \
     $CARGO_BUILD; \
-    rm -rf apis fakecloud/src fakecloud/benches provider/src e2e/src \
+    rm -rf apis fakecloud/src fakecloud/benches provider/src e2e/src demo/src \
         target/container/.fingerprint/apis-* target/container/.fingerprint/fakecloud-* \
-        target/container/.fingerprint/provider-* target/container/.fingerprint/e2e-*
+        target/container/.fingerprint/provider-* target/container/.fingerprint/e2e-* \
+        target/container/.fingerprint/demo-*
 
 # The sources the binaries are built from (all of apis, whose manifest the
 # stub step removed), so editing fakecloud's, the provider's or the e2e
@@ -47,6 +49,7 @@ COPY fakecloud/migrations fakecloud/migrations
 COPY fakecloud/benches fakecloud/benches
 COPY provider/src provider/src
 COPY e2e/src e2e/src
+COPY demo/src demo/src
 RUN set -eu; $CARGO_BUILD; mkdir /out; \
     for bin in fakecloud provider demo compose-setup; do cp "target/container/$bin" /out/; done
 

@@ -5,7 +5,7 @@
 //!
 //! What runs where, and why:
 //! - etcd, kube-apiserver and kube-controller-manager: separate processes,
-//!   started by the e2e harness ([`crate::TestCluster`]).
+//!   started by the e2e harness ([`e2e::TestCluster`]).
 //! - the provider: its real binary, a separate process given only a
 //!   kubeconfig, started before any of its CRDs exists. That is the point of
 //!   the late-activation story, and it proves the binary a user would deploy
@@ -26,7 +26,6 @@
 mod http;
 mod progress;
 mod provider_process;
-mod report;
 mod stories;
 mod system;
 
@@ -35,7 +34,7 @@ use std::time::Duration;
 
 pub use progress::Progress;
 pub use provider_process::ProviderProcess;
-pub use stories::{Story, Verdict};
+pub use stories::Story;
 pub use system::{RunDir, System};
 
 /// What the demo was asked to do.
@@ -79,11 +78,11 @@ pub struct Existing {
 }
 
 /// Why the demo could not run (as opposed to a story whose expectation did
-/// not hold, which is a [`Verdict`]).
+/// not hold, which is a [`e2e::scenarios::Verdict`]).
 #[derive(Debug, thiserror::Error)]
 pub enum DemoError {
     #[error("starting the control plane: {0}")]
-    Cluster(#[from] crate::ClusterError),
+    Cluster(#[from] e2e::ClusterError),
     #[error("fakecloud: {0}")]
     Cloud(#[from] fakecloud::Error),
     #[error("fakecloud client: {0}")]
@@ -91,7 +90,9 @@ pub enum DemoError {
     #[error("kubernetes: {0}")]
     Kube(#[from] kube::Error),
     #[error(transparent)]
-    Objects(#[from] crate::objects::ObjectsError),
+    Objects(#[from] e2e::objects::ObjectsError),
+    #[error(transparent)]
+    Scenario(#[from] e2e::scenarios::ScenarioError),
     #[error("{what}: {source}")]
     Io {
         what: String,

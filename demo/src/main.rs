@@ -1,6 +1,6 @@
 //! `demo`: starts the whole system on this machine (control plane,
 //! fakecloud, the provider binary) and plays the seeds' stories; see
-//! `e2e::demo`. `scripts/demo` provisions, builds and runs it. With
+//! the `demo` library. `scripts/demo` provisions, builds and runs it. With
 //! `--existing` it plays them on a system that runs already: the `demo`
 //! service of docker-compose.yml.
 
@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use clap::Parser;
-use e2e::demo::{self, DemoOptions, Existing, Mode, Progress, RunDir, Target};
+use demo::{DemoOptions, Existing, Mode, Progress, RunDir, Target};
 
 #[derive(Debug, Parser)]
 #[command(

@@ -8,8 +8,8 @@ use std::time::Duration;
 use rustix::process::{Pid, Signal, kill_process};
 
 use super::{DemoError, http};
-use crate::ClusterError;
-use crate::process::{ManagedProcess, log_tail};
+use e2e::ClusterError;
+use e2e::process::{ManagedProcess, log_tail};
 
 /// How long the provider may take to stop after SIGTERM before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(10);

@@ -7,15 +7,16 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use fakecloud::client::{AdminClient, Client as CloudClient};
-use fakecloud::model::{Actor, AuditEntry, AuditQuery};
+use fakecloud::model::AuditQuery;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use serde_json::json;
 
-use crate::objects::Objects;
+use e2e::objects::Objects;
+use e2e::scenarios::{Narration, Stage};
 
 use super::provider_process::active_controllers_at;
 use super::{DemoError, DemoOptions, Existing, Progress, ProviderProcess, Target};
-use crate::{Backend, TestCluster};
+use e2e::{Backend, TestCluster};
 
 /// The namespace of the credentials and connection Secrets.
 pub const NAMESPACE: &str = "crossplane-system";
@@ -165,7 +166,7 @@ impl System {
             .without_package_crds()
             .start()
             .await?;
-        let leftover = crate::crds::installed_package_crds(&cluster.client()).await?;
+        let leftover = e2e::crds::installed_package_crds(&cluster.client()).await?;
         if !leftover.is_empty() {
             return Err(DemoError::Unexpected(format!(
                 "the cluster already has the provider's CRDs ({}): the demo plays its stories on a fresh system; start over with `docker compose down -v`",
@@ -329,32 +330,16 @@ impl System {
         }
     }
 
-    /// The newest audit sequence number: calls after it are "from now on".
-    pub async fn audit_mark(&self) -> Result<i64, DemoError> {
-        let entries = self.admin.audit(&AuditQuery::default()).await?;
-        Ok(entries.iter().map(|e| e.seq).max().unwrap_or(0))
-    }
-
-    /// Calls after `mark` on paths the story is about (`about`), made with
-    /// an API key (the provider) or as an outside actor (the autoscaler).
-    /// The demo's own admin reads and the provider's polls of other
-    /// stories' resources are left out.
-    pub async fn audit_since(
-        &self,
-        mark: i64,
-        about: impl Fn(&str) -> bool,
-    ) -> Result<Vec<AuditEntry>, DemoError> {
-        let entries = self
-            .admin
-            .audit(&AuditQuery {
-                after_seq: Some(mark),
-                ..AuditQuery::default()
-            })
-            .await?;
-        Ok(entries
-            .into_iter()
-            .filter(|e| matches!(e.actor, Actor::Api | Actor::External) && about(&e.path))
-            .collect())
+    /// The user's view of the system, where the stories play; their
+    /// narration is printed.
+    pub fn stage(&self) -> Stage<'_> {
+        Stage {
+            objects: &self.objects,
+            cloud: &self.cloud,
+            admin: &self.admin,
+            settle: self.options.poll_interval + Duration::from_secs(1),
+            narration: Narration::Print,
+        }
     }
 
     /// Copies the control plane's logs into `dir` (they are deleted with the

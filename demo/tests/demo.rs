@@ -12,7 +12,7 @@ const STORIES: usize = 7;
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .expect("e2e sits in the workspace")
+        .expect("demo sits in the workspace")
         .to_path_buf()
 }
 

@@ -24,7 +24,6 @@ pub mod compose;
 #[cfg(feature = "containers")]
 pub mod containers;
 pub mod crds;
-pub mod demo;
 mod error;
 #[cfg(feature = "containers")]
 mod k3s;
@@ -32,7 +31,8 @@ mod kubeconfig;
 mod local;
 pub mod objects;
 mod pki;
-mod process;
+pub mod process;
+pub mod scenarios;
 pub mod world;
 
 pub use assets::AssetSearch;

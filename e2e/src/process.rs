@@ -1,5 +1,5 @@
-//! One control-plane process (etcd, kube-apiserver, kube-controller-manager)
-//! whose lifetime is bound to its owner.
+//! One process (etcd, kube-apiserver, kube-controller-manager, or the
+//! demo's provider) whose lifetime is bound to its owner.
 //!
 //! Each runs in its own process group with stdout and stderr in a log file.
 //! Dropping the handle kills the whole group and reaps it. When `setpriv`
@@ -21,7 +21,7 @@ use crate::error::ClusterError;
 const TAIL_BYTES: u64 = 4096;
 
 #[derive(Debug)]
-pub(crate) struct ManagedProcess {
+pub struct ManagedProcess {
     component: &'static str,
     child: Child,
     log: PathBuf,
@@ -29,7 +29,7 @@ pub(crate) struct ManagedProcess {
 
 impl ManagedProcess {
     /// Starts `binary` with `args`, logging to `log`.
-    pub(crate) fn spawn(
+    pub fn spawn(
         component: &'static str,
         binary: &Path,
         args: &[String],
@@ -67,21 +67,21 @@ impl ManagedProcess {
         })
     }
 
-    pub(crate) fn id(&self) -> u32 {
+    pub fn id(&self) -> u32 {
         self.child.id()
     }
 
-    pub(crate) fn component(&self) -> &'static str {
+    pub fn component(&self) -> &'static str {
         self.component
     }
 
     /// The exit status, if the process has ended.
-    pub(crate) fn exit_status(&mut self) -> Option<ExitStatus> {
+    pub fn exit_status(&mut self) -> Option<ExitStatus> {
         self.child.try_wait().ok().flatten()
     }
 
     /// An error carrying the log tail if the process has already exited.
-    pub(crate) fn ensure_running(&mut self) -> Result<(), ClusterError> {
+    pub fn ensure_running(&mut self) -> Result<(), ClusterError> {
         match self.exit_status() {
             None => Ok(()),
             Some(status) => Err(ClusterError::ExitedEarly {
@@ -93,12 +93,12 @@ impl ManagedProcess {
         }
     }
 
-    pub(crate) fn log(&self) -> &Path {
+    pub fn log(&self) -> &Path {
         &self.log
     }
 
     /// Kills the process group and reaps the child; safe to call twice.
-    pub(crate) fn stop(&mut self) {
+    pub fn stop(&mut self) {
         if self.exit_status().is_some() {
             return;
         }
@@ -129,7 +129,7 @@ fn setpriv() -> Option<&'static Path> {
 }
 
 /// The last few kilobytes of a log file, for error messages.
-pub(crate) fn log_tail(path: &Path) -> String {
+pub fn log_tail(path: &Path) -> String {
     let read = || -> std::io::Result<String> {
         let mut file = File::open(path)?;
         let len = file.metadata()?.len();

@@ -22,6 +22,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::objects::{ClusterKind, Objects, ObjectsError};
+use crate::scenarios::{Narration, Stage};
 use crate::{Backend, ClusterError, ClusterOptions, TestCluster};
 
 /// The namespace the world keeps its Secrets in.
@@ -72,6 +73,8 @@ pub enum WorldError {
     Flags(#[from] clap::Error),
     #[error(transparent)]
     Objects(#[from] ObjectsError),
+    #[error(transparent)]
+    Scenario(#[from] crate::scenarios::ScenarioError),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -146,6 +149,9 @@ pub struct World {
     cloud_server: Option<Cloud>,
     provider: Option<RunningProvider>,
     options: WorldOptions,
+    /// The provider's poll interval plus a second: how long a scenario
+    /// watches for "nothing more happens".
+    settle: Duration,
     _dir: tempfile::TempDir,
 }
 
@@ -170,6 +176,7 @@ impl World {
         });
         let cluster = cluster?;
         let (dir, cloud_server) = cloud_server?;
+        let poll_interval = provider_config(&options.provider_args)?.poll_interval;
         let cloud = CloudClient::new(cloud_server.base_url(), cloud_server.api_key());
         let admin = AdminClient::new(cloud_server.base_url(), cloud_server.admin_token());
         let mut world = Self {
@@ -180,6 +187,7 @@ impl World {
             metrics: Metrics::new(),
             provider: None,
             options,
+            settle: poll_interval + Duration::from_secs(1),
             _dir: dir,
             cloud_server: Some(cloud_server),
         };
@@ -193,6 +201,18 @@ impl World {
 
     pub fn kube(&self) -> kube::Client {
         self.cluster.client()
+    }
+
+    /// The user's view of this world, where [`crate::scenarios`] play; their
+    /// narration goes to the test's log.
+    pub fn stage(&self) -> Stage<'_> {
+        Stage {
+            objects: &self.objects,
+            cloud: &self.cloud,
+            admin: &self.admin,
+            settle: self.settle,
+            narration: Narration::Log,
+        }
     }
 
     pub fn cloud_url(&self) -> String {
@@ -259,13 +279,7 @@ impl World {
         kube: kube::Client,
         metrics: Metrics,
     ) -> Result<RunningProvider, WorldError> {
-        let mut args = vec![
-            "provider".to_owned(),
-            "--metrics-addr=127.0.0.1:0".to_owned(),
-            "--health-addr=127.0.0.1:0".to_owned(),
-        ];
-        args.extend(self.options.provider_args.iter().cloned());
-        let config = <provider::config::Config as clap::Parser>::try_parse_from(args)?;
+        let config = provider_config(&self.options.provider_args)?;
         let token = CancellationToken::new();
         let task = tokio::spawn(provider::run(config, kube, metrics, token.clone()));
         Ok(RunningProvider { token, task })
@@ -331,8 +345,7 @@ impl World {
 
     /// The newest audit sequence number: calls after it are "from now on".
     pub async fn audit_mark(&self) -> Result<i64, WorldError> {
-        let entries = self.admin.audit(&AuditQuery::default()).await?;
-        Ok(entries.iter().map(|e| e.seq).max().unwrap_or(0))
+        Ok(self.stage().audit_mark().await?)
     }
 
     /// Mutating calls made with an API key (the provider's) on paths
@@ -384,6 +397,18 @@ impl Drop for World {
             running.task.abort();
         }
     }
+}
+
+/// The in-process provider's configuration: `extra` flags after the
+/// world's own (ephemeral metrics and health ports).
+fn provider_config(extra: &[String]) -> Result<provider::config::Config, clap::Error> {
+    let mut args = vec![
+        "provider".to_owned(),
+        "--metrics-addr=127.0.0.1:0".to_owned(),
+        "--health-addr=127.0.0.1:0".to_owned(),
+    ];
+    args.extend(extra.iter().cloned());
+    <provider::config::Config as clap::Parser>::try_parse_from(args)
 }
 
 /// A provider replica started by [`World::start_replica`].

@@ -2,19 +2,15 @@
 //! kube-apiserver and kube-controller-manager from docker-compose.yml's
 //! images and fakecloud from its image, started through testcontainers; the
 //! provider in-process against them. Plays the VPC lifecycle and the
-//! observe-only import, the same code as the local backend's tests.
+//! observe-only import, the same scenarios as the local backend's tests.
 //!
 //! Needs a Docker engine; without one these tests fail, never skip. The
 //! images are built first (cheaply when present).
 
 use e2e::Backend;
 use e2e::ClusterError;
+use e2e::scenarios::{network, observe};
 use e2e::world::{World, WorldOptions};
-
-#[path = "shared/observe_import.rs"]
-mod observe_import;
-#[path = "shared/vpc_lifecycle.rs"]
-mod vpc_lifecycle;
 
 async fn world() -> anyhow::Result<World> {
     e2e::init_tracing();
@@ -29,7 +25,9 @@ async fn world() -> anyhow::Result<World> {
 #[tokio::test]
 async fn a_vpc_lives_its_whole_lifecycle_on_the_compose_images() -> anyhow::Result<()> {
     let world = world().await?;
-    vpc_lifecycle::create_update_delete(&world).await?;
+    network::lifecycle(&world.stage(), &e2e::unique_name("vpc"))
+        .await?
+        .require()?;
     world.shutdown().await;
     Ok(())
 }
@@ -37,7 +35,9 @@ async fn a_vpc_lives_its_whole_lifecycle_on_the_compose_images() -> anyhow::Resu
 #[tokio::test]
 async fn observe_only_import_never_mutates_on_the_compose_images() -> anyhow::Result<()> {
     let world = world().await?;
-    observe_import::import_never_mutates(&world).await?;
+    observe::import_and_release(&world.stage(), &e2e::unique_name("imported"))
+        .await?
+        .require()?;
     world.shutdown().await;
     Ok(())
 }

@@ -2,11 +2,10 @@
 
 use std::time::Duration;
 
-use apis::kinds::{NodeGroup, Vpc};
+use apis::kinds::Vpc;
 use apis::well_known::PAUSED_ANNOTATION;
-use e2e::world::{World, WorldOptions, at_provider, condition, external_name, is_ready};
-use fakecloud::client::Address;
-use fakecloud::model::Kind;
+use e2e::scenarios::{Verdict, node_group};
+use e2e::world::{World, WorldOptions, condition, external_name, is_ready};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -27,21 +26,6 @@ async fn init_provider_sets_desired_size_once_and_leaves_it_to_the_autoscaler() 
 {
     e2e::init_tracing();
     let world = World::start().await?;
-    let name = e2e::unique_name("workers");
-    let node_group = |max: i64| {
-        json!({
-            "apiVersion": "compute.fakecloud.crossplane.io/v1alpha1", "kind": "NodeGroup",
-            "metadata": { "name": name },
-            "spec": {
-                "managementPolicies": ["Observe", "Create", "Update", "Delete"],
-                "initProvider": { "scalingConfig": { "desiredSize": 1 } },
-                "forProvider": {
-                    "region": "us-east-1", "clusterName": "prod", "nodeRole": "arn:role/nodes",
-                    "subnetIds": [], "scalingConfig": { "minSize": 1, "maxSize": max },
-                },
-            },
-        })
-    };
     // fakecloud wants real subnets: make one VPC + subnet straight in the cloud.
     let vpc_id = world
         .cloud
@@ -63,72 +47,15 @@ async fn init_provider_sets_desired_size_once_and_leaves_it_to_the_autoscaler() 
         .await?
         .resource
         .id;
-    let mut spec = node_group(5);
-    spec["spec"]["forProvider"]["subnetIds"] = json!([subnet_id]);
-    world.apply::<NodeGroup>(spec.clone()).await?;
-    let ready = world
-        .wait_for::<NodeGroup>(&name, "Ready", WAIT, is_ready)
-        .await?;
-    assert_eq!(
-        at_provider(&ready)["scalingConfig"]["desiredSize"],
-        1,
-        "initProvider used at create"
-    );
-    assert_eq!(
-        external_name(&ready).as_deref(),
-        Some(name.as_str()),
-        "name defaults to metadata.name"
-    );
-
-    // The autoscaler moves desiredSize behind the provider's back.
-    let mark = world.audit_mark().await?;
-    let address = Address {
-        cluster: Some("prod".into()),
-        region: Some("us-east-1".into()),
-        ..Address::default()
-    };
-    world
-        .admin
-        .patch_resource(
-            Kind::NodeGroup,
-            &name,
-            &address,
-            &json!({ "scalingConfig": { "desiredSize": 3 } }),
-        )
-        .await?;
-    world
-        .wait_for::<NodeGroup>(&name, "desiredSize 3 observed", WAIT, |n| {
-            at_provider(n)["scalingConfig"]["desiredSize"] == 3 && is_ready(n)
-        })
-        .await?;
-    let path = format!("/v1/regions/us-east-1/clusters/prod/nodegroups/{name}");
-    assert!(
-        world.mutating_calls(&path, mark).await?.is_empty(),
-        "the provider reverted the autoscaler"
-    );
-    let current = world.get::<NodeGroup>(&name).await?.expect("exists");
-    assert_eq!(
-        current
-            .spec
-            .for_provider
-            .scaling_config
-            .as_ref()
-            .and_then(|s| s.desired_size),
-        None,
-        "no late-initialisation without LateInitialize"
-    );
-
-    // A forProvider change is applied, and desiredSize stays the autoscaler's.
-    spec["spec"]["forProvider"]["scalingConfig"]["maxSize"] = json!(6);
-    world.apply::<NodeGroup>(spec).await?;
-    let updated = world
-        .wait_for::<NodeGroup>(&name, "maxSize 6", WAIT, |n| {
-            at_provider(n)["scalingConfig"]["maxSize"] == 6
-        })
-        .await?;
-    assert_eq!(at_provider(&updated)["scalingConfig"]["desiredSize"], 3);
-    let patches = world.mutating_calls(&path, mark).await?;
-    assert_eq!(patches.len(), 1, "{patches:?}");
+    let mut verdict = Verdict::default();
+    node_group::autoscaled(
+        &world.stage(),
+        &e2e::unique_name("workers"),
+        &subnet_id,
+        &mut verdict,
+    )
+    .await?;
+    verdict.require()?;
     world.shutdown().await;
     Ok(())
 }

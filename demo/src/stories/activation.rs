@@ -7,11 +7,11 @@ use std::time::{Duration, Instant};
 use apis::kinds::provider_config::ProviderConfig;
 use serde_json::json;
 
-use super::Verdict;
-use crate::crds::package_crds_dir;
-use crate::demo::report::line;
-use crate::demo::system::{CREDENTIALS_SECRET, NAMESPACE};
-use crate::demo::{DemoError, System};
+use e2e::crds::package_crds_dir;
+use e2e::scenarios::Verdict;
+
+use crate::system::{CREDENTIALS_SECRET, NAMESPACE};
+use crate::{DemoError, System};
 
 /// How long the gate may take to start a controller after its CRD is
 /// Established.
@@ -41,7 +41,7 @@ const KINDS: [(&str, &[&str]); 5] = [
 pub(crate) async fn play(system: &mut System) -> Result<Verdict, DemoError> {
     let mut verdict = Verdict::default();
     let before = system.active_controllers().await?;
-    line(format!(
+    system.stage().say(format!(
         "provider ready with 0 CRDs; active controllers: {}",
         list(&before)
     ));
@@ -56,7 +56,7 @@ pub(crate) async fn play(system: &mut System) -> Result<Verdict, DemoError> {
         expected.sort();
         let active = wait_for_controllers(system, &expected).await?;
         let started = active == expected;
-        line(format!(
+        system.stage().say(format!(
             "+ CRD {} Established -> {kind} controller {} {:.2}s later",
             names.join(" + "),
             if started { "active" } else { "NOT active" },
@@ -83,7 +83,7 @@ pub(crate) async fn play(system: &mut System) -> Result<Verdict, DemoError> {
             },
         }))
         .await?;
-    line(format!(
+    system.stage().say(format!(
         "ProviderConfig/{} -> {} with the API key from Secret {NAMESPACE}/{CREDENTIALS_SECRET} (key apiKey)",
         provider_config.metadata.name.as_deref().unwrap_or_default(),
         system.cloud_url(),

@@ -4,31 +4,13 @@
 
 mod activation;
 mod connection;
-mod import;
 mod network;
 mod nodegroup;
-mod orphan;
 
-use std::time::Duration;
+use e2e::scenarios::network::ManagedVpc;
+use e2e::scenarios::observe::ImportedVpc;
 
-use super::report::line;
 use super::{DemoError, Progress, System};
-
-/// How long a managed resource may take to become Ready.
-pub(crate) const READY: Duration = Duration::from_secs(30);
-/// The region every story uses.
-pub(crate) const REGION: &str = "us-east-1";
-
-/// fakecloud's path of a region's collection, e.g. `vpcs`.
-pub(crate) fn collection(name: &str) -> String {
-    format!("/v1/regions/{REGION}/{name}")
-}
-
-/// Whether an audited `path` is `base` or lies below it.
-pub(crate) fn under(path: &str, base: &str) -> bool {
-    path.strip_prefix(base)
-        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-}
 
 /// One story of the demo.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,39 +63,13 @@ impl Story {
     }
 }
 
-/// Whether a story's expectation held, check by check.
-#[derive(Debug, Default)]
-pub struct Verdict {
-    checks: Vec<(String, bool)>,
-}
-
-impl Verdict {
-    /// Records a check; returns `ok` so a story can stop early on failure.
-    pub(crate) fn check(&mut self, what: impl Into<String>, ok: bool) -> bool {
-        self.checks.push((what.into(), ok));
-        ok
-    }
-
-    pub fn held(&self) -> bool {
-        !self.checks.is_empty() && self.checks.iter().all(|(_, ok)| *ok)
-    }
-
-    fn failed(&self) -> Vec<&str> {
-        self.checks
-            .iter()
-            .filter(|(_, ok)| !ok)
-            .map(|(what, _)| what.as_str())
-            .collect()
-    }
-}
-
 /// What one story passes to the next: names and ids it created.
 #[derive(Debug, Default)]
 pub(crate) struct Shared {
-    /// The full-control VPC of story 2: (name, cloud id).
-    pub web_vpc: Option<(String, String)>,
-    /// The observed VPC of story 3: (name, cloud id).
-    pub team_vpc: Option<(String, String)>,
+    /// The full-control VPC of story 2.
+    pub web_vpc: Option<ManagedVpc>,
+    /// The observed VPC of story 3.
+    pub team_vpc: Option<ImportedVpc>,
     /// The managed Subnet of story 3 (cloud id).
     pub subnet_id: Option<String>,
 }
@@ -135,26 +91,27 @@ pub async fn play_all(
             Story::LateActivation => activation::play(system).await,
             Story::FullControlVpc => network::full_control(system, &mut shared).await,
             Story::ObserveOnlyWithSubnet => network::observe_only(system, &mut shared).await,
-            Story::ImportProcedure => import::play(system, &shared).await,
+            Story::ImportProcedure => network::import_procedure(system, &shared).await,
             Story::AutoscaledNodeGroup => nodegroup::play(system, &shared).await,
             Story::ConnectionSecret => connection::play(system).await,
-            Story::OrphanDeletion => orphan::play(system, &shared).await,
+            Story::OrphanDeletion => network::orphan(system, &shared).await,
         };
         let took = progress.elapsed().saturating_sub(started).as_secs_f64();
+        let stage = system.stage();
         let held = match outcome {
             Ok(verdict) if verdict.held() => {
-                line(format!("expectation held: yes ({took:.1}s)"));
+                stage.say(format!("expectation held: yes ({took:.1}s)"));
                 true
             }
             Ok(verdict) => {
-                line(format!(
+                stage.say(format!(
                     "expectation held: no; failed: {} ({took:.1}s)",
                     verdict.failed().join("; ")
                 ));
                 false
             }
             Err(error) => {
-                line(format!("expectation held: no; error: {error} ({took:.1}s)"));
+                stage.say(format!("expectation held: no; error: {error} ({took:.1}s)"));
                 false
             }
         };
@@ -162,29 +119,4 @@ pub async fn play_all(
         system.ensure_healthy()?;
     }
     Ok(results)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn under_matches_the_path_and_below_only() {
-        let vpc = "/v1/regions/us-east-1/vpcs/vpc-1";
-        assert!(under(vpc, vpc));
-        assert!(under(&format!("{vpc}/tags"), vpc));
-        assert!(!under("/v1/regions/us-east-1/vpcs/vpc-12", vpc));
-        assert!(!under("/v1/regions/us-east-1/vpcs", vpc));
-    }
-
-    #[test]
-    fn a_verdict_holds_only_with_every_check_passed() {
-        let mut verdict = Verdict::default();
-        assert!(!verdict.held(), "no check is no evidence");
-        verdict.check("created once", true);
-        assert!(verdict.held());
-        verdict.check("no update", false);
-        assert!(!verdict.held());
-        assert_eq!(verdict.failed(), ["no update"]);
-    }
 }

@@ -1,7 +1,5 @@
-//! How the demo shows results: kubectl-like status rows, chosen
+//! How scenarios show results: kubectl-like status rows, chosen
 //! `status.atProvider` fields, and fakecloud's audit of calls, grouped.
-
-use std::io::Write;
 
 use fakecloud::model::{Actor, AuditEntry};
 use kube::Resource;
@@ -10,15 +8,9 @@ use serde_json::Value;
 
 use crate::world::{at_provider, condition, external_name};
 
-/// Prints one indented line of a story's result.
-pub(crate) fn line(text: impl std::fmt::Display) {
-    println!("    {text}");
-    let _ = std::io::stdout().flush();
-}
-
 /// `KIND/NAME  READY=True  SYNCED=True  EXTERNAL-NAME=vpc-...`, as the
 /// columns of `kubectl get managed` show them.
-pub(crate) fn status_row<K: Resource<DynamicType = ()> + Serialize>(object: &K) -> String {
+pub fn status_row<K: Resource<DynamicType = ()> + Serialize>(object: &K) -> String {
     let status = |type_: &str| condition(object, type_).map_or_else(|| "-".to_owned(), |c| c.0);
     format!(
         "{}/{}  READY={}  SYNCED={}  EXTERNAL-NAME={}",
@@ -32,7 +24,7 @@ pub(crate) fn status_row<K: Resource<DynamicType = ()> + Serialize>(object: &K) 
 
 /// `atProvider: a=1, b.c=2` for the listed JSON pointers (without the
 /// leading slash; `/` separates levels), skipping absent ones.
-pub(crate) fn at_provider_fields<K: Serialize>(object: &K, fields: &[&str]) -> String {
+pub fn at_provider_fields<K: Serialize>(object: &K, fields: &[&str]) -> String {
     let at = at_provider(object);
     let shown: Vec<String> = fields
         .iter()
@@ -45,7 +37,7 @@ pub(crate) fn at_provider_fields<K: Serialize>(object: &K, fields: &[&str]) -> S
 }
 
 /// A JSON value without the quotes around strings.
-pub(crate) fn plain(value: &Value) -> String {
+pub fn plain(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -54,7 +46,7 @@ pub(crate) fn plain(value: &Value) -> String {
 
 /// Audit entries grouped by call, in order of first appearance:
 /// `api: POST /v1/regions/us-east-1/vpcs -> 201` or `api: GET ... -> 200 (x4)`.
-pub(crate) fn audit_lines(entries: &[AuditEntry]) -> Vec<String> {
+pub fn audit_lines(entries: &[AuditEntry]) -> Vec<String> {
     let mut grouped: Vec<(String, usize)> = Vec::new();
     for entry in entries {
         let call = format!(
@@ -81,17 +73,9 @@ pub(crate) fn audit_lines(entries: &[AuditEntry]) -> Vec<String> {
         .collect()
 }
 
-/// Prints the audit under a heading.
-pub(crate) fn audit(heading: &str, entries: &[AuditEntry]) {
-    line(format!("fakecloud audit, {heading}:"));
-    for call in audit_lines(entries) {
-        line(format!("  {call}"));
-    }
-}
-
 /// Counts mutating calls (anything but GET/HEAD) made with an API key,
 /// that is by the provider; an outside actor's changes do not count.
-pub(crate) fn mutating(entries: &[AuditEntry]) -> usize {
+pub fn mutating(entries: &[AuditEntry]) -> usize {
     entries
         .iter()
         .filter(|e| e.actor == Actor::Api && e.method != "GET" && e.method != "HEAD")

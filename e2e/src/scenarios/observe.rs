@@ -1,0 +1,298 @@
+//! Observe-only resources (seed 000): another team's VPC imported
+//! read-only, a managed Subnet created inside it by reference, the import
+//! procedure that takes it over with zero updates, and letting it go again.
+
+use apis::kinds::{Subnet, Vpc};
+use apis::well_known::EXTERNAL_NAME_ANNOTATION;
+use fakecloud::model::{CreateVpc, Kind};
+use serde_json::{Value, json};
+
+use super::report::{at_provider_fields, mutating, status_row};
+use super::{READY, REGION, ScenarioError, Stage, Verdict, collection, region, under};
+use crate::world::{at_provider, external_name, is_ready, is_synced};
+
+/// A VPC another team made, imported read-only.
+#[derive(Debug, Clone)]
+pub struct ImportedVpc {
+    pub name: String,
+    /// fakecloud's id, the external name.
+    pub id: String,
+    /// The audit mark taken before the import: every call after it is the
+    /// provider's doing on the import's behalf.
+    pub since: i64,
+}
+
+impl ImportedVpc {
+    fn path(&self) -> String {
+        format!("{}/{}", collection("vpcs"), self.id)
+    }
+}
+
+/// The observe-only manifest: the external name and the region, nothing
+/// else.
+pub fn observed_manifest(name: &str, id: &str) -> Value {
+    json!({
+        "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
+        "metadata": { "name": name, "annotations": { EXTERNAL_NAME_ANNOTATION: id } },
+        "spec": { "managementPolicies": ["Observe"], "forProvider": { "region": REGION } },
+    })
+}
+
+/// Team B creates a VPC in fakecloud directly, outside Kubernetes; it is
+/// imported with `managementPolicies: ["Observe"]`. `atProvider` then holds
+/// the full observed state (more than `forProvider` names) and the spec is
+/// left as written.
+pub async fn import(
+    stage: &Stage<'_>,
+    name: &str,
+    cidr: &str,
+    verdict: &mut Verdict,
+) -> Result<ImportedVpc, ScenarioError> {
+    let body: CreateVpc =
+        serde_json::from_value(json!({ "cidrBlock": cidr, "tags": { "owner": "team-b" } }))?;
+    let id = stage
+        .cloud
+        .create_vpc(REGION, &body, None)
+        .await?
+        .resource
+        .id;
+    stage.say(format!(
+        "team B created {id} ({cidr}) in fakecloud directly, outside Kubernetes"
+    ));
+
+    let since = stage.audit_mark().await?;
+    stage.say(format!(
+        "apply VPC/{name}: managementPolicies [\"Observe\"], external-name {id}, forProvider only the region"
+    ));
+    let applied = stage
+        .objects
+        .apply::<Vpc>(observed_manifest(name, &id))
+        .await?;
+    let observed = stage
+        .objects
+        .wait_for::<Vpc>(name, "observed", READY, |v| {
+            is_ready(v) && is_synced(v) && at_provider(v)["id"] == id.as_str()
+        })
+        .await?;
+    stage.say(status_row(&observed));
+    stage.say(at_provider_fields(
+        &observed,
+        &["cidrBlock", "state", "enableDnsSupport", "tags/owner"],
+    ));
+    let at = at_provider(&observed);
+    verdict.check(
+        "atProvider holds the full observed state (cidrBlock, tags, enableDnsSupport)",
+        at["cidrBlock"] == cidr
+            && at["tags"]["owner"] == "team-b"
+            && at["enableDnsSupport"] == true,
+    );
+    verdict.check(
+        "observe-only left spec.forProvider as written (no late-init)",
+        observed.spec == applied.spec,
+    );
+    Ok(ImportedVpc {
+        name: name.to_owned(),
+        id,
+        since,
+    })
+}
+
+/// A managed Subnet inside the imported VPC, found by `vpcIdRef`: the
+/// reference resolves to the VPC's id, the Subnet is created there, and the
+/// imported VPC sees no mutating call. Returns the Subnet's cloud id.
+pub async fn subnet_by_reference(
+    stage: &Stage<'_>,
+    vpc: &ImportedVpc,
+    name: &str,
+    cidr: &str,
+    verdict: &mut Verdict,
+) -> Result<String, ScenarioError> {
+    let mark = stage.audit_mark().await?;
+    stage.say(format!(
+        "apply Subnet/{name}: vpcIdRef {}, cidrBlock {cidr}",
+        vpc.name
+    ));
+    stage
+        .objects
+        .apply::<Subnet>(json!({
+            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "Subnet",
+            "metadata": { "name": name },
+            "spec": { "forProvider": {
+                "region": REGION, "vpcIdRef": { "name": vpc.name },
+                "cidrBlock": cidr, "availabilityZone": "us-east-1a",
+            } },
+        }))
+        .await?;
+    let subnet = stage
+        .objects
+        .wait_for::<Subnet>(name, "Ready", READY, |s| is_ready(s) && is_synced(s))
+        .await?;
+    stage.say(status_row(&subnet));
+    let resolved = subnet.spec.for_provider.vpc_id.as_deref().unwrap_or("-");
+    stage.say(format!(
+        "spec.forProvider.vpcId resolved from the ref: {resolved}"
+    ));
+    stage.say(at_provider_fields(
+        &subnet,
+        &["vpcId", "cidrBlock", "state", "availableIpAddressCount"],
+    ));
+    verdict.check(
+        format!("vpcIdRef resolved to {} (saw {resolved})", vpc.id),
+        resolved == vpc.id,
+    );
+    let subnet_id = external_name(&subnet).unwrap_or_default();
+    let vpc_path = vpc.path();
+    let subnets = collection("subnets");
+    let subnet_path = format!("{subnets}/{subnet_id}");
+    let calls = stage
+        .audit_since(mark, |p| {
+            under(p, &vpc_path) || p == subnets || under(p, &subnet_path)
+        })
+        .await?;
+    stage.audit("provider calls", &calls);
+
+    let in_cloud = stage
+        .admin
+        .resource(Kind::Subnet, &subnet_id, &region())
+        .await?;
+    verdict.check(
+        format!("the Subnet was created inside {}", vpc.id),
+        in_cloud.resource["vpcId"] == vpc.id.as_str(),
+    );
+    // A /24 has 256 addresses, 5 of which the cloud reserves.
+    let free = &at_provider(&subnet)["availableIpAddressCount"];
+    verdict.check(
+        format!("atProvider counts the /24's 251 free addresses (saw {free})"),
+        !cidr.ends_with("/24") || *free == 251,
+    );
+    let touched = calls
+        .iter()
+        .filter(|c| under(&c.path, &vpc_path) && c.method != "GET")
+        .count();
+    verdict.check(
+        format!("zero mutating calls on the imported VPC (saw {touched})"),
+        touched == 0,
+    );
+    let mutations = mutating(&calls);
+    verdict.check(
+        format!("the only mutating call created the Subnet (saw {mutations})"),
+        mutations == 1,
+    );
+    Ok(subnet_id)
+}
+
+/// The import procedure: `forProvider` copied from `atProvider`, the
+/// policies widened to `["*"]`. Taking over makes zero updates; a change
+/// made afterwards is applied with one PATCH.
+pub async fn take_over(
+    stage: &Stage<'_>,
+    vpc: &ImportedVpc,
+    verdict: &mut Verdict,
+) -> Result<(), ScenarioError> {
+    let observed = stage
+        .objects
+        .wait_for::<Vpc>(&vpc.name, "observed", READY, is_ready)
+        .await?;
+    let cidr = at_provider(&observed)["cidrBlock"].clone();
+    let tags = at_provider(&observed)["tags"].clone();
+    let manifest = |tags: &Value| {
+        json!({
+            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
+            "metadata": { "name": vpc.name, "annotations": { EXTERNAL_NAME_ANNOTATION: vpc.id } },
+            "spec": { "managementPolicies": ["*"],
+                      "forProvider": { "region": REGION, "cidrBlock": cidr, "tags": tags } },
+        })
+    };
+
+    let path = vpc.path();
+    let mark = stage.audit_mark().await?;
+    stage.say(format!(
+        "apply VPC/{}: managementPolicies [\"*\"], forProvider.cidrBlock and tags copied from atProvider",
+        vpc.name
+    ));
+    let taken = stage.objects.apply::<Vpc>(manifest(&tags)).await?;
+    let generation = taken.metadata.generation.unwrap_or_default();
+    let reconciled = stage
+        .objects
+        .wait_for::<Vpc>(&vpc.name, "reconciled under full control", READY, |v| {
+            is_ready(v)
+                && is_synced(v)
+                && v.status.as_ref().is_some_and(|s| {
+                    s.conditions
+                        .iter()
+                        .all(|c| c.observed_generation.unwrap_or_default() >= generation)
+                })
+        })
+        .await?;
+    tokio::time::sleep(stage.settle).await;
+    stage.say(status_row(&reconciled));
+    let takeover = stage.audit_since(mark, |p| under(p, &path)).await?;
+    stage.audit("provider calls during the takeover", &takeover);
+    // Zero updates anywhere in the cloud, not only on this VPC.
+    let updates = mutating(&stage.audit_since(mark, |p| p.starts_with("/v1/")).await?);
+    verdict.check(
+        format!("taking over made zero updates (saw {updates})"),
+        updates == 0,
+    );
+
+    let mut new_tags = tags.clone();
+    new_tags["env"] = json!("prod");
+    stage.say("now managed: apply tag env=prod");
+    let mark = stage.audit_mark().await?;
+    stage.objects.apply::<Vpc>(manifest(&new_tags)).await?;
+    let changed = stage
+        .objects
+        .wait_for::<Vpc>(&vpc.name, "env tag applied", READY, |v| {
+            at_provider(v)["tags"]["env"] == "prod"
+        })
+        .await?;
+    stage.say(at_provider_fields(&changed, &["tags/owner", "tags/env"]));
+    let change = stage.audit_since(mark, |p| under(p, &path)).await?;
+    stage.audit("provider calls for the change", &change);
+    let patches = change.iter().filter(|c| c.method == "PATCH").count();
+    verdict.check(
+        format!(
+            "the change was applied with one PATCH (saw {patches} PATCH, {} mutating)",
+            mutating(&change)
+        ),
+        patches == 1 && mutating(&change) == 1,
+    );
+    Ok(())
+}
+
+/// Deletes the observe-only managed resource: the object goes, the VPC
+/// stays, and nothing since the import mutated it.
+pub async fn release(
+    stage: &Stage<'_>,
+    vpc: &ImportedVpc,
+    verdict: &mut Verdict,
+) -> Result<(), ScenarioError> {
+    stage.say(format!("kubectl delete vpc {}", vpc.name));
+    stage.objects.delete::<Vpc>(&vpc.name).await?;
+    stage.objects.wait_gone::<Vpc>(&vpc.name, READY).await?;
+    let stays = stage.cloud.get_vpc(REGION, &vpc.id).await.is_ok();
+    verdict.check(
+        format!("deleting the managed resource left {}", vpc.id),
+        stays,
+    );
+    let calls = stage
+        .audit_since(vpc.since, |p| p.starts_with("/v1/"))
+        .await?;
+    stage.audit("provider calls since the import", &calls);
+    let mutations = mutating(&calls);
+    verdict.check(
+        format!("observe-only made zero mutating calls (saw {mutations})"),
+        mutations == 0,
+    );
+    Ok(())
+}
+
+/// Import and release, as the tests play it on each cluster backend: the
+/// imported VPC is observed in full, and outlives its managed resource
+/// untouched.
+pub async fn import_and_release(stage: &Stage<'_>, name: &str) -> Result<Verdict, ScenarioError> {
+    let mut verdict = Verdict::default();
+    let vpc = import(stage, name, "10.1.0.0/16", &mut verdict).await?;
+    release(stage, &vpc, &mut verdict).await?;
+    Ok(verdict)
+}
