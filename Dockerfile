@@ -28,11 +28,14 @@ COPY apis/Cargo.toml apis/
 COPY fakecloud/Cargo.toml fakecloud/
 COPY provider/Cargo.toml provider/
 COPY e2e/Cargo.toml e2e/
+# The package builder (xpkg) is a workspace member that no image runs: its
+# manifest and stub sources stay, so cargo can load the workspace.
+COPY xpkg/Cargo.toml xpkg/
 RUN set -eu; \
-    for crate in apis fakecloud provider e2e; do mkdir -p "$crate/src"; : > "$crate/src/lib.rs"; done; \
+    for crate in apis fakecloud provider e2e xpkg; do mkdir -p "$crate/src"; : > "$crate/src/lib.rs"; done; \
     mkdir -p fakecloud/benches e2e/src/bin; \
     for main in fakecloud/src/main.rs provider/src/main.rs fakecloud/benches/load.rs \
-                e2e/src/bin/demo.rs e2e/src/bin/compose-setup.rs; do echo 'fn main() {}' > "$main"; done; \
+                e2e/src/bin/demo.rs e2e/src/bin/compose-setup.rs xpkg/src/main.rs; do echo 'fn main() {}' > "$main"; done; \
     $CARGO_BUILD; \
     rm -rf apis fakecloud/src fakecloud/benches provider/src e2e/src \
         target/container/.fingerprint/apis-* target/container/.fingerprint/fakecloud-* \
