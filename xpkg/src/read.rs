@@ -283,3 +283,176 @@ fn blob(dir: &Path, hex: &str) -> Result<Vec<u8>> {
     }
     Ok(bytes)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::contents::read_package_dir;
+    use crate::docker_archive::{read_archive_file, write_archive};
+    use crate::image::{package_image, write_docker_archive, write_oci_layout};
+    use crate::layer::{Layer, LayerFile, reproducible_tar};
+
+    /// A folder under the system's temporary one, empty, removed on drop.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Self {
+            let dir = std::env::temp_dir().join(format!("xpkg-read-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            Self(dir)
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// A one-layer base image as a docker archive, its layer holding `files`.
+    fn base_archive(dir: &Path, files: &[LayerFile<'_>]) -> PathBuf {
+        let layer = Layer::from_tar(&reproducible_tar(files).unwrap(), "base").unwrap();
+        let config = format!(
+            r#"{{"architecture":"amd64","os":"linux","config":{{"Entrypoint":["/bin/provider"]}},"rootfs":{{"type":"layers","diff_ids":["sha256:{}"]}},"history":[{{"created_by":"base"}}]}}"#,
+            layer.diff_id
+        );
+        let path = dir.join("base.tar");
+        write_archive(&path, config.as_bytes(), &[layer], "base:test").unwrap();
+        path
+    }
+
+    fn package_dir() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../package")
+    }
+
+    #[test]
+    fn both_outputs_are_read_through_their_marks_and_an_unmarked_image_by_its_file_system() {
+        let scratch = Scratch::new("marks");
+        let base = read_archive_file(&base_archive(
+            &scratch.0,
+            &[LayerFile {
+                path: "bin/provider",
+                contents: b"#!",
+            }],
+        ))
+        .unwrap();
+        let contents = read_package_dir(&package_dir()).unwrap();
+        let image = package_image(&base, &contents).unwrap();
+        let base_digest = image.layers[1].digest.clone();
+        let layout = scratch.0.join("layout");
+        write_oci_layout(&layout, &image, "v1").unwrap();
+        let archive = scratch.0.join("package.xpkg");
+        write_docker_archive(&archive, &image, "repo:v1").unwrap();
+
+        let read = read_oci_layout(&layout, "v1").unwrap();
+        assert_eq!(
+            read.found_in,
+            FoundIn::AnnotatedLayer {
+                digest: base_digest.clone()
+            }
+        );
+        assert_eq!(read.package_yaml, contents.package_yaml);
+        let read = read_docker_archive(&archive).unwrap();
+        assert_eq!(
+            read.found_in,
+            FoundIn::LabelledLayer {
+                digest: base_digest
+            }
+        );
+        assert_eq!(read.package_yaml, contents.package_yaml);
+        assert!(read_oci_layout(&layout, "v2").is_err(), "no such tag");
+
+        // The same image without its labels: the flattened file system.
+        let config: serde_json::Value = serde_json::from_slice(&image.config_json).unwrap();
+        let mut unlabelled = config.clone();
+        unlabelled["config"]
+            .as_object_mut()
+            .unwrap()
+            .remove("Labels");
+        let unlabelled = serde_json::to_vec(&unlabelled).unwrap();
+        let plain = scratch.0.join("plain.tar");
+        write_archive(&plain, &unlabelled, &image.layers, "repo:plain").unwrap();
+        let read = read_docker_archive(&plain).unwrap();
+        assert_eq!(read.found_in, FoundIn::FlattenedFileSystem);
+        assert_eq!(read.package_yaml, contents.package_yaml);
+
+        // A blob that does not match its digest is refused.
+        let blob = layout.join("blobs/sha256").join(&image.layers[1].digest);
+        std::fs::write(&blob, b"tampered").unwrap();
+        let err = read_oci_layout(&layout, "v1").unwrap_err().to_string();
+        assert!(err.contains("holds content of digest"), "{err}");
+    }
+
+    #[test]
+    fn the_flattened_file_system_honours_whiteouts_and_two_base_layers_are_refused() {
+        let stored = |files: &[LayerFile<'_>], mark: Option<&str>| {
+            let tar = reproducible_tar(files).unwrap();
+            StoredLayer {
+                digest: crate::layer::sha256_hex(&tar),
+                bytes: tar,
+                mark: mark.map(str::to_owned),
+            }
+        };
+        let lower = stored(
+            &[LayerFile {
+                path: "pkg/package.yaml",
+                contents: b"old",
+            }],
+            None,
+        );
+        let removed = stored(
+            &[LayerFile {
+                path: "pkg/.wh.package.yaml",
+                contents: b"",
+            }],
+            None,
+        );
+        let upper = stored(
+            &[LayerFile {
+                path: "other/package.yaml",
+                contents: b"new",
+            }],
+            None,
+        );
+        let read = find_package(&[lower, removed], "test", |_| unreachable!());
+        let err = read.unwrap_err().to_string();
+        assert!(err.contains("holds no package.yaml"), "{err}");
+
+        let lower = stored(
+            &[LayerFile {
+                path: "pkg/package.yaml",
+                contents: b"old",
+            }],
+            None,
+        );
+        let read = find_package(&[lower, upper], "test", |_| unreachable!()).unwrap();
+        assert_eq!(
+            (read.package_yaml.as_str(), read.found_in),
+            ("new", FoundIn::FlattenedFileSystem)
+        );
+
+        let one = stored(
+            &[LayerFile {
+                path: "package.yaml",
+                contents: b"a",
+            }],
+            Some(BASE_LAYER),
+        );
+        let two = stored(
+            &[LayerFile {
+                path: "package.yaml",
+                contents: b"b",
+            }],
+            Some(BASE_LAYER),
+        );
+        let err = find_package(&[one, two], "test", |digest| FoundIn::AnnotatedLayer {
+            digest,
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("2 layers are annotated"), "{err}");
+    }
+}
