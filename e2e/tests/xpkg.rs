@@ -48,18 +48,25 @@ fn build_package(out: &Path) -> Result<Built> {
     })?)
 }
 
+/// The error of a tool that could not be started: when it is not
+/// installed, which Debian package has it.
+fn start_error(tool: &str, apt_package: &str, error: std::io::Error) -> anyhow::Error {
+    if error.kind() == std::io::ErrorKind::NotFound {
+        anyhow::anyhow!(
+            "{tool} is not installed: these tests need Debian's {apt_package} (apt-get install {apt_package})"
+        )
+    } else {
+        anyhow::anyhow!("running {tool}: {error}")
+    }
+}
+
 /// Runs a tool and returns its output, failing with its stderr when it
-/// exits non-zero, and naming the Debian package when it is not installed.
+/// exits non-zero.
 fn run(tool: &str, apt_package: &str, args: &[&str]) -> Result<Output> {
-    let output = Command::new(tool).args(args).output().map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            anyhow::anyhow!(
-                "{tool} is not installed: these tests need Debian's {apt_package} (apt-get install {apt_package})"
-            )
-        } else {
-            anyhow::anyhow!("running {tool}: {e}")
-        }
-    })?;
+    let output = Command::new(tool)
+        .args(args)
+        .output()
+        .map_err(|e| start_error(tool, apt_package, e))?;
     ensure!(
         output.status.success(),
         "{tool} {} failed ({}): {}",
@@ -207,15 +214,7 @@ impl Registry {
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
-            .map_err(|e| {
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    anyhow::anyhow!(
-                        "docker-registry is not installed: this test needs Debian's docker-registry (apt-get install docker-registry)"
-                    )
-                } else {
-                    anyhow::anyhow!("starting docker-registry: {e}")
-                }
-            })?;
+            .map_err(|e| start_error("docker-registry", "docker-registry", e))?;
         let mut registry = Self {
             child,
             address,
@@ -492,4 +491,15 @@ async fn crossplane_reads_the_package_lints_it_and_its_crds_become_established()
         assert!(all.contains(wanted), "{wanted} not installed: {all:?}");
     }
     Ok(())
+}
+
+#[test]
+fn a_missing_tool_is_an_error_naming_its_debian_package() {
+    let err = run("fakecloud-no-such-tool", "fakecloud-tools", &["--version"])
+        .expect_err("the tool does not exist");
+    let message = err.to_string();
+    assert!(
+        message.contains("apt-get install fakecloud-tools"),
+        "{message}"
+    );
 }
