@@ -48,12 +48,6 @@ impl PackageImage {
     pub fn manifest_digest(&self) -> String {
         sha256_hex(&self.manifest_json)
     }
-
-    /// Total bytes of config, manifest and layers.
-    pub fn size(&self) -> u64 {
-        let layers: usize = self.layers.iter().map(|l| l.gzip.len()).sum();
-        (self.config_json.len() + self.manifest_json.len() + layers) as u64
-    }
 }
 
 /// The provider image with the package's layers on top.

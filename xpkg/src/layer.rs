@@ -74,15 +74,6 @@ impl Layer {
             gzip,
         })
     }
-
-    /// The uncompressed tarball.
-    pub fn tar(&self) -> Result<Vec<u8>> {
-        let mut tar = Vec::new();
-        GzDecoder::new(self.gzip.as_slice())
-            .read_to_end(&mut tar)
-            .map_err(|e| XpkgError::io(format!("decompressing layer sha256:{}", self.digest), e))?;
-        Ok(tar)
-    }
 }
 
 /// One file of a package layer.
@@ -227,7 +218,6 @@ mod tests {
         assert_eq!(layer, Layer::from_tar(&tar, "test").unwrap());
         assert_eq!(layer.diff_id, sha256_hex(&tar));
         assert_ne!(layer.digest, layer.diff_id);
-        assert_eq!(layer.tar().unwrap(), tar);
     }
 
     #[test]
