@@ -22,18 +22,21 @@ ARG CARGO_BUILD="cargo build --profile container --locked \
 
 # Dependencies first, from the manifests and Cargo.lock with stub sources,
 # so a change to our own code reuses this layer and recompiles only our
-# five crates. Their stub artefacts' fingerprints are removed with the stubs.
+# five crates (xpkg's stubs stay: no image runs it). Their stub artefacts' fingerprints are removed with the stubs.
 COPY Cargo.toml Cargo.lock ./
 COPY apis/Cargo.toml apis/
 COPY fakecloud/Cargo.toml fakecloud/
 COPY provider/Cargo.toml provider/
 COPY e2e/Cargo.toml e2e/
 COPY demo/Cargo.toml demo/
+# The package builder (xpkg) is a workspace member that no image runs: its
+# manifest and stub sources stay, so cargo can load the workspace.
+COPY xpkg/Cargo.toml xpkg/
 RUN set -eu; \
-    for crate in apis fakecloud provider e2e demo; do mkdir -p "$crate/src"; : > "$crate/src/lib.rs"; done; \
+    for crate in apis fakecloud provider e2e demo xpkg; do mkdir -p "$crate/src"; : > "$crate/src/lib.rs"; done; \
     mkdir -p fakecloud/benches e2e/src/bin; \
     for main in fakecloud/src/main.rs provider/src/main.rs fakecloud/benches/load.rs \
-                demo/src/main.rs e2e/src/bin/compose-setup.rs; do echo 'fn main() {}' > "$main"; done; \
+                demo/src/main.rs e2e/src/bin/compose-setup.rs xpkg/src/main.rs; do echo 'fn main() {}' > "$main"; done; \
     $CARGO_BUILD; \
     rm -rf apis fakecloud/src fakecloud/benches provider/src e2e/src demo/src \
         target/container/.fingerprint/apis-* target/container/.fingerprint/fakecloud-* \

@@ -401,6 +401,17 @@ impl TestCluster {
         crds::install(&self.client, docs, !self.supports_cel_rules()).await
     }
 
+    /// Applies CRDs given as JSON (e.g. made from MRDs, as Crossplane makes
+    /// them) server-side and waits until every one is Established. CEL
+    /// rules are stripped (with a warning) when the server predates them.
+    /// Returns the CRD names.
+    pub async fn install_crd_values(
+        &self,
+        crds: Vec<serde_json::Value>,
+    ) -> Result<Vec<String>, ClusterError> {
+        crds::install(&self.client, crds, !self.supports_cel_rules()).await
+    }
+
     /// Applies one CRD (e.g. `VPC::crd()`) and waits until it is Established.
     pub async fn install_crd(
         &self,

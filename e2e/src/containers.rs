@@ -35,6 +35,8 @@ pub const APISERVER_IMAGE: ImageName = ("registry.k8s.io/kube-apiserver", "v1.20
 pub const CONTROLLER_MANAGER_IMAGE: ImageName =
     ("registry.k8s.io/kube-controller-manager", "v1.20.2");
 pub const FAKECLOUD_IMAGE: ImageName = ("fakecloud-provider/fakecloud", "dev");
+/// The provider's runtime image (what its Crossplane package embeds).
+pub const PROVIDER_IMAGE: ImageName = ("fakecloud-provider/provider", "dev");
 
 /// What makes the images when they are missing.
 const MAKE_IMAGES: &str = "scripts/images (base and control-plane images), then scripts/compose build (the project's images)";
