@@ -5,6 +5,10 @@
 //! sends is recorded. A missing permission fails the lifecycle (or shows as
 //! a request outside the role, for calls whose failure is only logged, such
 //! as events); a permission no request used fails the exactness check.
+//!
+//! The same lifecycle also runs on the ClusterRole Crossplane itself grants
+//! a safe-start provider package, which is what the provider gets when
+//! Crossplane installs it: no request may fall outside that grant.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -245,13 +249,12 @@ async fn client_with_token(
         .build())
 }
 
-/// A ServiceAccount bound to the package's ClusterRole only, and a token
-/// for it from the TokenRequest API.
-async fn service_account_token(world: &World) -> anyhow::Result<String> {
+/// A ServiceAccount bound to `role` only, and a token for it from the
+/// TokenRequest API.
+async fn service_account_token(world: &World, role: &ClusterRole) -> anyhow::Result<String> {
     let kube = world.kube();
-    let role = role();
     Api::<ClusterRole>::all(kube.clone())
-        .create(&PostParams::default(), &role)
+        .create(&PostParams::default(), role)
         .await?;
     let accounts = Api::<ServiceAccount>::namespaced(kube.clone(), NAMESPACE);
     accounts
@@ -286,13 +289,17 @@ async fn service_account_token(world: &World) -> anyhow::Result<String> {
         .expect("the TokenRequest API grants a token"))
 }
 
-#[tokio::test]
-async fn the_provider_runs_on_its_cluster_role_alone() -> anyhow::Result<()> {
+/// Runs the provider as a ServiceAccount bound to `role` alone, through
+/// VPC, Subnet (a reference) and DatabaseInstance (connection Secret)
+/// lifecycles, a ProviderConfig's finalizer and status, a repeated Event
+/// and leader election. Returns the world (for the caller to shut down)
+/// and every permission the provider's requests needed.
+async fn lifecycle_under(role: &ClusterRole) -> anyhow::Result<(World, BTreeSet<Permission>)> {
     e2e::init_tracing();
     let mut world = World::start().await?;
     // The world's provider runs as cluster admin; replace it.
     world.stop_provider().await;
-    let token = service_account_token(&world).await?;
+    let token = service_account_token(&world, role).await?;
     let recorded = Recorded::default();
     let restricted = client_with_token(&world, &token, recorded.clone()).await?;
 
@@ -466,9 +473,16 @@ async fn the_provider_runs_on_its_cluster_role_alone() -> anyhow::Result<()> {
     }
     shutdown.cancel();
     provider.await??;
+    let used = recorded.set();
+    Ok((world, used))
+}
 
+#[tokio::test]
+async fn the_provider_runs_on_its_cluster_role_alone() -> anyhow::Result<()> {
+    let role = role();
+    let (world, used) = lifecycle_under(&role).await?;
     let managed = managed_resources();
-    let role_permissions = role_permissions(&role());
+    let role_permissions = role_permissions(&role);
     // The role names every managed kind, with the same verbs for each.
     for (group, plural) in &managed {
         for resource in [plural.clone(), format!("{plural}/status")] {
@@ -489,11 +503,7 @@ async fn the_provider_runs_on_its_cluster_role_alone() -> anyhow::Result<()> {
         .iter()
         .map(|p| generalise(p, &managed))
         .collect();
-    let used: BTreeSet<Permission> = recorded
-        .set()
-        .iter()
-        .map(|p| generalise(p, &managed))
-        .collect();
+    let used: BTreeSet<Permission> = used.iter().map(|p| generalise(p, &managed)).collect();
     let missing: Vec<_> = used.difference(&granted).collect();
     assert!(
         missing.is_empty(),
@@ -503,6 +513,114 @@ async fn the_provider_runs_on_its_cluster_role_alone() -> anyhow::Result<()> {
     assert!(
         unused.is_empty(),
         "role grants what the provider never used: {unused:?}"
+    );
+    world.shutdown().await;
+    Ok(())
+}
+
+/// The ClusterRole Crossplane's RBAC manager grants a provider package with
+/// the `safe-start` capability, made by the same rule from the package's
+/// CRDs: get, list, watch, update, patch and create on each CRD's resource
+/// and its status, update on its finalizers, every verb on Secrets,
+/// ConfigMaps, Events and Leases, and read-only access to CRDs (to see which
+/// kinds are active).
+fn crossplane_safe_start_role() -> anyhow::Result<ClusterRole> {
+    let mut rules = Vec::new();
+    for file in e2e::crds::yaml_files(&e2e::crds::package_crds_dir())? {
+        for crd in e2e::crds::load_manifests(&file)? {
+            let group = crd["spec"]["group"]
+                .as_str()
+                .expect("a CRD names its group");
+            let plural = crd["spec"]["names"]["plural"]
+                .as_str()
+                .expect("a CRD names its plural");
+            rules.push(json!({
+                "apiGroups": [group],
+                "resources": [plural, format!("{plural}/status")],
+                "verbs": ["get", "list", "watch", "update", "patch", "create"],
+            }));
+            rules.push(json!({
+                "apiGroups": [group],
+                "resources": [format!("{plural}/finalizers")],
+                "verbs": ["update"],
+            }));
+        }
+    }
+    rules.push(json!({ "apiGroups": [""], "resources": ["secrets", "configmaps", "events"], "verbs": ["*"] }));
+    rules.push(
+        json!({ "apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["*"] }),
+    );
+    rules.push(json!({
+        "apiGroups": ["apiextensions.k8s.io"],
+        "resources": ["customresourcedefinitions"],
+        "verbs": ["get", "list", "watch"],
+    }));
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": { "name": "crossplane:provider:provider-fakecloud:system" },
+        "rules": rules,
+    }))?)
+}
+
+/// Whether `role` grants `permission`, `*` matching any verb as RBAC does.
+fn allows(role: &ClusterRole, (group, resource, verb): &Permission) -> bool {
+    role.rules.iter().flatten().any(|rule| {
+        rule.api_groups.iter().flatten().any(|g| g == group)
+            && rule.resources.iter().flatten().any(|r| r == resource)
+            && rule.verbs.iter().any(|v| v == verb || v == "*")
+    })
+}
+
+#[test]
+fn the_crossplane_role_names_every_package_crd_and_grants_by_rbac_rules() {
+    let role = crossplane_safe_start_role().expect("the package's CRDs load");
+    let permission = |g: &str, r: &str, v: &str| (g.to_owned(), r.to_owned(), v.to_owned());
+    for (group, plural) in managed_resources() {
+        assert!(
+            allows(&role, &permission(&group, &plural, "watch")),
+            "{plural}"
+        );
+        assert!(allows(
+            &role,
+            &permission(&group, &format!("{plural}/status"), "patch")
+        ));
+        assert!(
+            !allows(&role, &permission(&group, &plural, "delete")),
+            "{plural}"
+        );
+    }
+    assert!(allows(
+        &role,
+        &permission("fakecloud.crossplane.io", "providerconfigusages", "create")
+    ));
+    assert!(allows(
+        &role,
+        &permission("", "secrets", "deletecollection")
+    ));
+    assert!(!allows(&role, &permission("", "pods", "list")));
+    assert!(!allows(
+        &role,
+        &permission(
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            "create"
+        )
+    ));
+}
+
+/// Crossplane runs a provider on the role its RBAC manager grants, not on
+/// `package/rbac`: the provider must never need more. Every request it
+/// made there is one that role allows, so none was denied.
+#[tokio::test]
+async fn the_provider_needs_no_more_than_crossplane_grants_a_safe_start_provider()
+-> anyhow::Result<()> {
+    let role = crossplane_safe_start_role()?;
+    let (world, used) = lifecycle_under(&role).await?;
+    assert!(!used.is_empty(), "the provider made requests");
+    let denied: Vec<_> = used.iter().filter(|p| !allows(&role, p)).collect();
+    assert!(
+        denied.is_empty(),
+        "requests outside Crossplane's grant (denied): {denied:?}"
     );
     world.shutdown().await;
     Ok(())
