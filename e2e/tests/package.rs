@@ -169,7 +169,7 @@ async fn every_example_is_accepted_by_a_server_side_dry_run() -> Result<()> {
                 doc["metadata"]["name"].as_str().unwrap_or_default()
             );
             match dry_run_apply(&client, &doc).await {
-                Ok(()) => {
+                Ok(_) => {
                     *accepted
                         .entry(doc["kind"].as_str().unwrap().to_owned())
                         .or_default() += 1
@@ -213,7 +213,7 @@ async fn every_example_is_accepted_by_a_server_side_dry_run() -> Result<()> {
 /// Server-side apply of `doc` with `dryRun=All`, in its own namespace when
 /// the kind is namespaced (created for real when missing: a dry run into a
 /// namespace that does not exist is refused).
-async fn dry_run_apply(client: &Client, doc: &Value) -> Result<()> {
+async fn dry_run_apply(client: &Client, doc: &Value) -> Result<DynamicObject> {
     let object: DynamicObject = serde_json::from_value(doc.clone())?;
     let types = object
         .types
@@ -237,16 +237,134 @@ async fn dry_run_apply(client: &Client, doc: &Value) -> Result<()> {
         }
     };
     let existed = api.get_opt(&name).await?.is_some();
-    api.patch(
-        &name,
-        &PatchParams::apply(FIELD_MANAGER).dry_run(),
-        &Patch::Apply(doc),
-    )
-    .await?;
+    let answered = api
+        .patch(
+            &name,
+            &PatchParams::apply(FIELD_MANAGER).dry_run(),
+            &Patch::Apply(doc),
+        )
+        .await?;
     // A dry run must leave nothing behind.
     if !existed && api.get_opt(&name).await?.is_some() {
         bail!("{} {name} exists after a dry run", types.kind);
     }
+    Ok(answered)
+}
+
+/// Whether `actual` holds everything `wanted` sets (the server may add
+/// defaults): objects key by key, arrays element by element.
+fn holds(actual: &Value, wanted: &Value) -> bool {
+    match (actual, wanted) {
+        (Value::Object(actual), Value::Object(wanted)) => wanted
+            .iter()
+            .all(|(k, w)| actual.get(k).is_some_and(|a| holds(a, w))),
+        (Value::Array(actual), Value::Array(wanted)) => {
+            actual.len() == wanted.len() && actual.iter().zip(wanted).all(|(a, w)| holds(a, w))
+        }
+        _ => actual == wanted,
+    }
+}
+
+/// The documents of every YAML file in `deploy/`, with their file's name.
+fn deploy_manifests() -> Result<Vec<(String, Value)>> {
+    let dir = package_dir()
+        .parent()
+        .context("package/ sits in the repository")?
+        .join("deploy");
+    let mut out = Vec::new();
+    for file in yaml_files(&dir)? {
+        let name = file
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        for doc in load_manifests(&file)? {
+            out.push((name.clone(), doc));
+        }
+    }
+    Ok(out)
+}
+
+/// `deploy/` is what scripts/kind-install applies besides the package's
+/// examples: fakecloud (Secret, volume, Deployment, Service) and the
+/// Crossplane Provider object. The API server accepts each (Crossplane's
+/// Provider kind from a fixture), keeps every field it sets (a misspelt
+/// field would be pruned), and fakecloud is where the example
+/// ProviderConfig points, accepting the example's API key.
+#[tokio::test]
+async fn the_kind_install_manifests_are_accepted_and_agree_with_the_examples() -> Result<()> {
+    e2e::init_tracing();
+    let cluster = TestCluster::options()
+        .with_crd_files(crossplane_fixture_crds()?)
+        .start()
+        .await?;
+    let client = cluster.client();
+    let manifests = deploy_manifests()?;
+    let mut kinds = BTreeSet::new();
+    for (file, doc) in &manifests {
+        let kind = doc["kind"].as_str().unwrap_or_default().to_owned();
+        let answered = dry_run_apply(&client, doc)
+            .await
+            .with_context(|| format!("{file}: {kind} rejected"))?;
+        let answered = serde_json::to_value(answered)?;
+        // A Secret's stringData is write-only: the server turns it into data.
+        if let Some(spec) = doc.get("spec") {
+            ensure!(
+                holds(&answered["spec"], spec),
+                "{file}: {kind}'s spec lost fields:\nsent {spec}\nkept {}",
+                answered["spec"]
+            );
+        }
+        kinds.insert(kind);
+    }
+    for kind in [
+        "Secret",
+        "PersistentVolumeClaim",
+        "Deployment",
+        "Service",
+        "Provider",
+    ] {
+        ensure!(kinds.contains(kind), "deploy/ has no {kind}: {kinds:?}");
+    }
+
+    // The example ProviderConfig reaches fakecloud's Service with a key
+    // fakecloud accepts.
+    let examples = load_manifests(&package_examples_dir().join("providerconfig.yaml"))?;
+    let config = examples
+        .iter()
+        .find(|d| d["kind"] == "ProviderConfig")
+        .context("the example has a ProviderConfig")?;
+    let endpoint = url::Url::parse(config["spec"]["endpoint"].as_str().unwrap_or_default())?;
+    let host = endpoint.host_str().unwrap_or_default();
+    let (service, namespace) = host
+        .strip_suffix(".svc")
+        .and_then(|h| h.split_once('.'))
+        .with_context(|| format!("endpoint host {host} is <service>.<namespace>.svc"))?;
+    let found = manifests.iter().any(|(_, d)| {
+        d["kind"] == "Service"
+            && d["metadata"]["name"] == service
+            && d["metadata"]["namespace"] == namespace
+            && d["spec"]["ports"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|p| p["port"].as_u64().map(|p| p as u16) == endpoint.port())
+    });
+    ensure!(found, "no Service in deploy/ answers {endpoint}");
+    let example_key = examples
+        .iter()
+        .find(|d| d["kind"] == "Secret")
+        .and_then(|d| d["stringData"]["apiKey"].as_str())
+        .context("the example Secret holds apiKey")?;
+    let keys = manifests
+        .iter()
+        .find_map(|(_, d)| d["stringData"]["FAKECLOUD_API_KEYS"].as_str())
+        .context("deploy/ gives fakecloud its API keys")?;
+    ensure!(
+        keys.split(',')
+            .any(|k| k.split('=').next() == Some(example_key)),
+        "fakecloud's keys {keys:?} do not include the example's API key"
+    );
     Ok(())
 }
 
