@@ -32,7 +32,7 @@ pub use kind::{Created, ManagedKind, Readiness};
 pub use session::{Details, Session};
 
 use crate::metrics::Metrics;
-use crate::rate_limit::RateLimiter;
+use crate::rate_limit::LaneLimiter;
 use error::ExternalError;
 
 /// The field manager of every server-side apply the provider makes.
@@ -57,7 +57,7 @@ pub struct Context {
     pub cluster: Arc<dyn Cluster>,
     pub settings: Settings,
     pub metrics: Metrics,
-    pub limiter: RateLimiter,
+    pub limiter: LaneLimiter,
     pub connector: Connector,
     pub recorder: Recorder,
     pub backoff: Backoff,
@@ -79,7 +79,7 @@ impl Context {
             cluster,
             settings,
             metrics,
-            limiter: RateLimiter::new(max_reconcile_rate),
+            limiter: LaneLimiter::new(max_reconcile_rate),
             backoff: Backoff::default(),
             activations: crate::activation::Activations::default(),
             own_writes: echo::OwnWrites::default(),

@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use apis::ExternalNameOrigin;
-use apis::common::condition::TYPE_READY;
+use apis::common::condition::{ConditionStatus, TYPE_READY, TYPE_SYNCED};
 use apis::common::{Condition, ManagedStatus};
 use apis::well_known::{
     EXTERNAL_CREATE_FAILED_ANNOTATION, EXTERNAL_CREATE_PENDING_ANNOTATION,
@@ -36,6 +36,7 @@ use crate::plan::{
     live_step,
 };
 use crate::policy::{self, Mode, orphans_on_delete};
+use crate::rate_limit::Lane;
 
 /// The status as JSON-backed generic data, so one code path serves all kinds.
 type Status = ManagedStatus<Value>;
@@ -97,7 +98,7 @@ pub async fn reconcile_once<K: ManagedKind>(mr: &K, ctx: &Context) -> Outcome {
         }
         ctx.own_writes.handled(&key, &version);
     }
-    ctx.limiter.acquire().await;
+    ctx.limiter.acquire(lane_of(mr)).await;
     let kind = K::kind(&()).into_owned();
     if let Some(latency) = ctx.activations.first_reconcile(&kind) {
         ctx.metrics
@@ -846,6 +847,23 @@ fn intent_of<K: ManagedKind>(mr: &K) -> Intent {
     }
 }
 
+/// The limiter lane of a reconcile of `mr`: the routine look at a settled
+/// resource (Ready and Synced at its current generation, not being
+/// deleted) is a poll; anything else is work. Read from the object, since
+/// the controller does not say why it reconciles.
+pub(super) fn lane_of<K: ManagedKind>(mr: &K) -> Lane {
+    let generation = mr.meta().generation;
+    let settled = mr.meta().deletion_timestamp.is_none()
+        && mr.managed_status().is_some_and(|status| {
+            [TYPE_READY, TYPE_SYNCED].iter().all(|type_| {
+                status.condition(type_).is_some_and(|c| {
+                    c.status == ConditionStatus::True && c.observed_generation == generation
+                })
+            })
+        });
+    if settled { Lane::Poll } else { Lane::Work }
+}
+
 /// Attempts at recording a create's result before leaving it to the next
 /// reconcile (client-go's `retry.DefaultRetry` makes five too).
 const RECORD_ATTEMPTS: u32 = 5;
@@ -861,4 +879,66 @@ fn now() -> String {
 /// poll the cloud in lockstep.
 fn jittered(interval: Duration) -> Duration {
     interval.mul_f64(1.0 + rand::random::<f64>() * 0.1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vpc(
+        generation: i64,
+        ready: &str,
+        synced: &str,
+        observed: i64,
+        deleting: bool,
+    ) -> apis::kinds::Vpc {
+        let mut meta = json!({ "name": "a", "generation": generation });
+        if deleting {
+            meta["deletionTimestamp"] = json!("2026-11-23T00:00:00Z");
+            meta["finalizers"] = json!(["finalizer.managedresource.crossplane.io"]);
+        }
+        let condition = |type_: &str, status: &str| {
+            json!({ "type": type_, "status": status, "reason": "R",
+                    "lastTransitionTime": "2026-11-23T00:00:00Z", "observedGeneration": observed })
+        };
+        serde_json::from_value(json!({
+            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
+            "metadata": meta,
+            "spec": { "forProvider": { "region": "us-east-1" } },
+            "status": { "conditions": [condition("Ready", ready), condition("Synced", synced)] },
+        }))
+        .expect("a valid VPC")
+    }
+
+    #[test]
+    fn only_a_settled_resource_waits_in_the_poll_lane() {
+        assert_eq!(lane_of(&vpc(2, "True", "True", 2, false)), Lane::Poll);
+        assert_eq!(
+            lane_of(&vpc(3, "True", "True", 2, false)),
+            Lane::Work,
+            "an edit not yet observed"
+        );
+        assert_eq!(
+            lane_of(&vpc(2, "False", "True", 2, false)),
+            Lane::Work,
+            "not Ready"
+        );
+        assert_eq!(
+            lane_of(&vpc(2, "True", "False", 2, false)),
+            Lane::Work,
+            "failing"
+        );
+        assert_eq!(
+            lane_of(&vpc(2, "True", "True", 2, true)),
+            Lane::Work,
+            "deleting"
+        );
+        let new: apis::kinds::Vpc = serde_json::from_value(json!({
+            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
+            "metadata": { "name": "b", "generation": 1 },
+            "spec": { "forProvider": { "region": "us-east-1" } },
+        }))
+        .expect("a valid VPC");
+        assert_eq!(lane_of(&new), Lane::Work, "new");
+    }
 }
