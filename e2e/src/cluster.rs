@@ -322,6 +322,16 @@ impl TestCluster {
         &self.backend
     }
 
+    /// How containers reach this cluster's API server from its Docker
+    /// network; only the container backend has one.
+    #[cfg(feature = "containers")]
+    pub fn in_network(&self) -> Option<crate::containers::InNetwork> {
+        match &self.inner {
+            Inner::Containers { plane, .. } => Some(plane.in_network()),
+            _ => None,
+        }
+    }
+
     /// The server's `/version`.
     pub fn server_version(&self) -> &Info {
         &self.version

@@ -141,6 +141,8 @@ pub(crate) struct ContainerControlPlane {
     _dir: TempDir,
     admin_kubeconfig_in_network: Vec<u8>,
     network: String,
+    apiserver_host: String,
+    ca_pem: String,
     pub(crate) kubeconfig: PathBuf,
     pub(crate) client: Client,
 }
@@ -243,6 +245,8 @@ impl ContainerControlPlane {
             admin_kubeconfig_in_network: read(&in_network)?,
             _dir: dir,
             network,
+            apiserver_host: apiserver_name,
+            ca_pem: pki_files.ca_pem.clone(),
             kubeconfig: kubeconfig_path,
             client,
         };
@@ -276,6 +280,16 @@ impl ContainerControlPlane {
         Ok(())
     }
 
+    /// How a container on the cluster's network reaches the API server.
+    pub(crate) fn in_network(&self) -> InNetwork {
+        InNetwork {
+            network: self.network.clone(),
+            apiserver_host: self.apiserver_host.clone(),
+            apiserver_port: APISERVER_PORT,
+            ca_pem: self.ca_pem.clone(),
+        }
+    }
+
     async fn wait_ready(&self, timeout: Duration) -> Result<(), ClusterError> {
         let began = Instant::now();
         loop {
@@ -307,10 +321,26 @@ impl std::fmt::Debug for ContainerControlPlane {
     }
 }
 
+/// What a container on a cluster's network needs to reach its API server
+/// as a pod does: the service host and port, and the CA to trust.
+#[derive(Debug, Clone)]
+pub struct InNetwork {
+    /// The Docker network the control plane's containers share.
+    pub network: String,
+    /// `KUBERNETES_SERVICE_HOST`: the API server's container name.
+    pub apiserver_host: String,
+    /// `KUBERNETES_SERVICE_PORT`.
+    pub apiserver_port: u16,
+    /// The cluster CA, PEM (a pod's `ca.crt`).
+    pub ca_pem: String,
+}
+
 /// fakecloud from its image, its port published on the host.
 pub struct FakecloudContainer {
     _container: ContainerAsync<GenericImage>,
     base_url: String,
+    /// Its URL from containers on the same network, if it joined one.
+    in_network_url: Option<String>,
     api_key: String,
     admin_token: String,
 }
@@ -319,10 +349,20 @@ impl FakecloudContainer {
     /// Starts fakecloud with a fresh API key and admin token and the given
     /// provisioning delay; returns once it listens.
     pub async fn start(provisioning_delay: Duration) -> Result<Self, ClusterError> {
+        Self::start_on(provisioning_delay, None).await
+    }
+
+    /// As [`FakecloudContainer::start`], and on `network` (when given) under
+    /// a container name other containers there reach it by.
+    pub async fn start_on(
+        provisioning_delay: Duration,
+        network: Option<&str>,
+    ) -> Result<Self, ClusterError> {
         ensure_images(&[FAKECLOUD_IMAGE])?;
         let api_key = uuid::Uuid::new_v4().simple().to_string();
         let admin_token = uuid::Uuid::new_v4().simple().to_string();
-        let container = GenericImage::new(FAKECLOUD_IMAGE.0, FAKECLOUD_IMAGE.1)
+        let name = network.map(|n| format!("{n}-fakecloud"));
+        let image = GenericImage::new(FAKECLOUD_IMAGE.0, FAKECLOUD_IMAGE.1)
             .with_exposed_port(FAKECLOUD_PORT.tcp())
             .with_wait_for(WaitFor::message_on_stdout("listening on"))
             .with_env_var("FAKECLOUD_API_KEYS", format!("{api_key}=e2e"))
@@ -330,10 +370,18 @@ impl FakecloudContainer {
             .with_env_var(
                 "FAKECLOUD_DELAY_MS",
                 provisioning_delay.as_millis().to_string(),
-            )
-            .start()
-            .await
-            .map_err(failed("starting fakecloud"))?;
+            );
+        let container = match (network, &name) {
+            (Some(network), Some(name)) => {
+                image
+                    .with_network(network)
+                    .with_container_name(name)
+                    .start()
+                    .await
+            }
+            _ => image.start().await,
+        }
+        .map_err(failed("starting fakecloud"))?;
         let port = container
             .get_host_port_ipv4(FAKECLOUD_PORT.tcp())
             .await
@@ -341,6 +389,7 @@ impl FakecloudContainer {
         Ok(Self {
             _container: container,
             base_url: format!("http://127.0.0.1:{port}"),
+            in_network_url: name.map(|n| format!("http://{n}:{FAKECLOUD_PORT}")),
             api_key,
             admin_token,
         })
@@ -350,11 +399,92 @@ impl FakecloudContainer {
         self.base_url.clone()
     }
 
+    /// Its URL from the network it joined ([`FakecloudContainer::start_on`]).
+    pub fn in_network_url(&self) -> Option<&str> {
+        self.in_network_url.as_deref()
+    }
+
     pub fn api_key(&self) -> &str {
         &self.api_key
     }
 
     pub fn admin_token(&self) -> &str {
         &self.admin_token
+    }
+}
+
+/// Where a pod finds its ServiceAccount's token, CA and namespace.
+const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+/// The metrics port Crossplane's provider pods expose.
+const METRICS_PORT: u16 = 8080;
+
+/// The provider's image run as Crossplane runs a provider pod: on the
+/// cluster's network, with a ServiceAccount's token, CA and namespace
+/// mounted where in-cluster clients look, `KUBERNETES_SERVICE_HOST` and
+/// `_PORT`, `POD_NAMESPACE` and `POD_NAME` set, and no kubeconfig. Its
+/// metrics port (8080) is published on the host. Removed on drop.
+pub struct ProviderPod {
+    container: ContainerAsync<GenericImage>,
+    metrics_url: String,
+}
+
+impl ProviderPod {
+    /// Starts it as pod `namespace/name`, authenticating with `token`,
+    /// with extra provider flags `args`.
+    pub async fn start(
+        cluster: &InNetwork,
+        namespace: &str,
+        name: &str,
+        token: &str,
+        args: &[&str],
+    ) -> Result<Self, ClusterError> {
+        ensure_images(&[PROVIDER_IMAGE])?;
+        // Readable by the image's non-root user, as the kubelet's projected
+        // volume makes them.
+        let mounted = |file: &str| {
+            CopyTargetOptions::new(format!("{SERVICE_ACCOUNT_DIR}/{file}")).with_mode(0o644)
+        };
+        let container = GenericImage::new(PROVIDER_IMAGE.0, PROVIDER_IMAGE.1)
+            .with_exposed_port(METRICS_PORT.tcp())
+            .with_cmd(args.iter().map(|a| (*a).to_owned()))
+            .with_copy_to(mounted("token"), token.as_bytes().to_vec())
+            .with_copy_to(mounted("ca.crt"), cluster.ca_pem.as_bytes().to_vec())
+            .with_copy_to(mounted("namespace"), namespace.as_bytes().to_vec())
+            .with_env_var("KUBERNETES_SERVICE_HOST", cluster.apiserver_host.clone())
+            .with_env_var(
+                "KUBERNETES_SERVICE_PORT",
+                cluster.apiserver_port.to_string(),
+            )
+            .with_env_var("POD_NAMESPACE", namespace)
+            .with_env_var("POD_NAME", name)
+            .with_network(cluster.network.clone())
+            .with_container_name(format!("{}-{name}", cluster.network))
+            .start()
+            .await
+            .map_err(failed("starting the provider's image"))?;
+        let port = container
+            .get_host_port_ipv4(METRICS_PORT.tcp())
+            .await
+            .map_err(failed("reading the provider's metrics port"))?;
+        Ok(Self {
+            container,
+            metrics_url: format!("http://127.0.0.1:{port}/metrics"),
+        })
+    }
+
+    /// Its `/metrics`, through the published port 8080.
+    pub fn metrics_url(&self) -> &str {
+        &self.metrics_url
+    }
+
+    /// What it logged so far, for a failure's message.
+    pub async fn logs(&self) -> String {
+        let out = self.container.stdout_to_vec().await.unwrap_or_default();
+        let err = self.container.stderr_to_vec().await.unwrap_or_default();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out),
+            String::from_utf8_lossy(&err)
+        )
     }
 }

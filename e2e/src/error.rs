@@ -118,6 +118,10 @@ pub enum ClusterError {
     #[error("image {image} is not on the Docker engine; make it with {make}")]
     ImageMissing { image: String, make: &'static str },
 
+    /// The TokenRequest API answered without a token for this account.
+    #[error("the TokenRequest API granted no token for ServiceAccount {0}")]
+    NoToken(String),
+
     /// The container backend could not do `what` (no Docker engine, ...).
     #[error("E2E_CLUSTER=containers: {what}: {reason}")]
     Containers { what: String, reason: String },

@@ -25,6 +25,7 @@ pub mod compose;
 pub mod containers;
 pub mod crds;
 mod error;
+pub mod grants;
 #[cfg(feature = "containers")]
 mod k3s;
 mod kubeconfig;

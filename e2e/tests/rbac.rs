@@ -16,12 +16,10 @@ use std::time::Duration;
 
 use apis::kinds::{DatabaseInstance, Subnet, Vpc};
 use e2e::world::{NAMESPACE, World, is_ready, is_synced};
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::{Event, Pod, Secret, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-use kube::api::PostParams;
+use k8s_openapi::api::core::v1::{Event, Pod, Secret};
+use k8s_openapi::api::rbac::v1::ClusterRole;
+use kube::Api;
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Api, ResourceExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -249,46 +247,6 @@ async fn client_with_token(
         .build())
 }
 
-/// A ServiceAccount bound to `role` only, and a token for it from the
-/// TokenRequest API.
-async fn service_account_token(world: &World, role: &ClusterRole) -> anyhow::Result<String> {
-    let kube = world.kube();
-    Api::<ClusterRole>::all(kube.clone())
-        .create(&PostParams::default(), role)
-        .await?;
-    let accounts = Api::<ServiceAccount>::namespaced(kube.clone(), NAMESPACE);
-    accounts
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({ "metadata": { "name": SERVICE_ACCOUNT } }))?,
-        )
-        .await?;
-    Api::<ClusterRoleBinding>::all(kube.clone())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "metadata": { "name": SERVICE_ACCOUNT },
-                "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role.name_any() },
-                "subjects": [{ "kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE }],
-            }))?,
-        )
-        .await?;
-    let request = TokenRequest {
-        spec: Some(TokenRequestSpec {
-            expiration_seconds: Some(3600),
-            ..TokenRequestSpec::default()
-        }),
-        ..TokenRequest::default()
-    };
-    let granted = accounts
-        .create_token_request(SERVICE_ACCOUNT, &PostParams::default(), &request)
-        .await?;
-    Ok(granted
-        .status
-        .and_then(|s| s.token)
-        .expect("the TokenRequest API grants a token"))
-}
-
 /// Runs the provider as a ServiceAccount bound to `role` alone, through
 /// VPC, Subnet (a reference) and DatabaseInstance (connection Secret)
 /// lifecycles, a ProviderConfig's finalizer and status, a repeated Event
@@ -299,7 +257,8 @@ async fn lifecycle_under(role: &ClusterRole) -> anyhow::Result<(World, BTreeSet<
     let mut world = World::start().await?;
     // The world's provider runs as cluster admin; replace it.
     world.stop_provider().await;
-    let token = service_account_token(&world, role).await?;
+    let token =
+        e2e::grants::bind_service_account(&world.kube(), NAMESPACE, SERVICE_ACCOUNT, role).await?;
     let recorded = Recorded::default();
     let restricted = client_with_token(&world, &token, recorded.clone()).await?;
 
@@ -518,50 +477,6 @@ async fn the_provider_runs_on_its_cluster_role_alone() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The ClusterRole Crossplane's RBAC manager grants a provider package with
-/// the `safe-start` capability, made by the same rule from the package's
-/// CRDs: get, list, watch, update, patch and create on each CRD's resource
-/// and its status, update on its finalizers, every verb on Secrets,
-/// ConfigMaps, Events and Leases, and read-only access to CRDs (to see which
-/// kinds are active).
-fn crossplane_safe_start_role() -> anyhow::Result<ClusterRole> {
-    let mut rules = Vec::new();
-    for file in e2e::crds::yaml_files(&e2e::crds::package_crds_dir())? {
-        for crd in e2e::crds::load_manifests(&file)? {
-            let group = crd["spec"]["group"]
-                .as_str()
-                .expect("a CRD names its group");
-            let plural = crd["spec"]["names"]["plural"]
-                .as_str()
-                .expect("a CRD names its plural");
-            rules.push(json!({
-                "apiGroups": [group],
-                "resources": [plural, format!("{plural}/status")],
-                "verbs": ["get", "list", "watch", "update", "patch", "create"],
-            }));
-            rules.push(json!({
-                "apiGroups": [group],
-                "resources": [format!("{plural}/finalizers")],
-                "verbs": ["update"],
-            }));
-        }
-    }
-    rules.push(json!({ "apiGroups": [""], "resources": ["secrets", "configmaps", "events"], "verbs": ["*"] }));
-    rules.push(
-        json!({ "apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["*"] }),
-    );
-    rules.push(json!({
-        "apiGroups": ["apiextensions.k8s.io"],
-        "resources": ["customresourcedefinitions"],
-        "verbs": ["get", "list", "watch"],
-    }));
-    Ok(serde_json::from_value(json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-        "metadata": { "name": "crossplane:provider:provider-fakecloud:system" },
-        "rules": rules,
-    }))?)
-}
-
 /// Whether `role` grants `permission`, `*` matching any verb as RBAC does.
 fn allows(role: &ClusterRole, (group, resource, verb): &Permission) -> bool {
     role.rules.iter().flatten().any(|rule| {
@@ -573,7 +488,7 @@ fn allows(role: &ClusterRole, (group, resource, verb): &Permission) -> bool {
 
 #[test]
 fn the_crossplane_role_names_every_package_crd_and_grants_by_rbac_rules() {
-    let role = crossplane_safe_start_role().expect("the package's CRDs load");
+    let role = e2e::grants::crossplane_safe_start_role().expect("the package's CRDs load");
     let permission = |g: &str, r: &str, v: &str| (g.to_owned(), r.to_owned(), v.to_owned());
     for (group, plural) in managed_resources() {
         assert!(
@@ -614,7 +529,7 @@ fn the_crossplane_role_names_every_package_crd_and_grants_by_rbac_rules() {
 #[tokio::test]
 async fn the_provider_needs_no_more_than_crossplane_grants_a_safe_start_provider()
 -> anyhow::Result<()> {
-    let role = crossplane_safe_start_role()?;
+    let role = e2e::grants::crossplane_safe_start_role()?;
     let (world, used) = lifecycle_under(&role).await?;
     assert!(!used.is_empty(), "the provider made requests");
     let denied: Vec<_> = used.iter().filter(|p| !allows(&role, p)).collect();
