@@ -361,7 +361,6 @@ impl FakecloudContainer {
         ensure_images(&[FAKECLOUD_IMAGE])?;
         let api_key = uuid::Uuid::new_v4().simple().to_string();
         let admin_token = uuid::Uuid::new_v4().simple().to_string();
-        let name = network.map(|n| format!("{n}-fakecloud"));
         let image = GenericImage::new(FAKECLOUD_IMAGE.0, FAKECLOUD_IMAGE.1)
             .with_exposed_port(FAKECLOUD_PORT.tcp())
             .with_wait_for(WaitFor::message_on_stdout("listening on"))
@@ -371,17 +370,12 @@ impl FakecloudContainer {
                 "FAKECLOUD_DELAY_MS",
                 provisioning_delay.as_millis().to_string(),
             );
-        let container = match (network, &name) {
-            (Some(network), Some(name)) => {
-                image
-                    .with_network(network)
-                    .with_container_name(name)
-                    .start()
-                    .await
-            }
-            _ => image.start().await,
-        }
-        .map_err(failed("starting fakecloud"))?;
+        let name = network.map(|n| format!("{n}-fakecloud"));
+        let image = match (network, &name) {
+            (Some(network), Some(name)) => image.with_network(network).with_container_name(name),
+            _ => image,
+        };
+        let container = image.start().await.map_err(failed("starting fakecloud"))?;
         let port = container
             .get_host_port_ipv4(FAKECLOUD_PORT.tcp())
             .await

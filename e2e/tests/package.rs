@@ -22,6 +22,15 @@ use kube::discovery::{ApiCapabilities, ApiResource, Scope, pinned_kind};
 use kube::{Client, ResourceExt};
 use serde_json::Value;
 
+/// A cluster with the package's CRDs and the Crossplane fixtures, where
+/// examples and deploy/ manifests are dry-run.
+async fn cluster_with_crossplane_fixtures() -> Result<TestCluster> {
+    Ok(TestCluster::options()
+        .with_crd_files(crossplane_fixture_crds()?)
+        .start()
+        .await?)
+}
+
 /// CRDs of Crossplane's own kinds that the package's examples use.
 /// Crossplane is not installed on the test cluster; these fixtures carry
 /// the fields of Crossplane's API so the examples are still checked.
@@ -150,10 +159,7 @@ async fn every_mrd_describes_a_crd_the_server_accepts() -> Result<()> {
 #[tokio::test]
 async fn every_example_is_accepted_by_a_server_side_dry_run() -> Result<()> {
     e2e::init_tracing();
-    let cluster = TestCluster::options()
-        .with_crd_files(crossplane_fixture_crds()?)
-        .start()
-        .await?;
+    let cluster = cluster_with_crossplane_fixtures().await?;
     let client = cluster.client();
     let files = yaml_files(&package_examples_dir())?;
     ensure!(!files.is_empty(), "package/examples holds no example");
@@ -294,10 +300,7 @@ fn deploy_manifests() -> Result<Vec<(String, Value)>> {
 #[tokio::test]
 async fn the_kind_install_manifests_are_accepted_and_agree_with_the_examples() -> Result<()> {
     e2e::init_tracing();
-    let cluster = TestCluster::options()
-        .with_crd_files(crossplane_fixture_crds()?)
-        .start()
-        .await?;
+    let cluster = cluster_with_crossplane_fixtures().await?;
     let client = cluster.client();
     let manifests = deploy_manifests()?;
     let mut kinds = BTreeSet::new();

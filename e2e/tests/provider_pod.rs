@@ -20,6 +20,7 @@ use e2e::{Backend, ClusterOptions};
 use fakecloud::client::{AdminClient, Client as CloudClient};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
+use provider::metrics::sum_samples;
 use serde_json::json;
 
 const POD_NAME: &str = "provider-fakecloud-7d9f-x2k4q";
@@ -32,11 +33,11 @@ async fn forbidden_answers(client: &kube::Client) -> anyhow::Result<f64> {
     let text = client
         .request_text(http::Request::get("/metrics").body(Vec::new())?)
         .await?;
-    Ok(text
-        .lines()
-        .filter(|l| l.starts_with("apiserver_request_total{") && l.contains("code=\"403\""))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum())
+    Ok(sum_samples(
+        &text,
+        "apiserver_request_total",
+        &[("code", "403")],
+    ))
 }
 
 #[tokio::test]
@@ -143,11 +144,7 @@ async fn the_image_runs_as_crossplane_runs_a_provider_pod() -> anyhow::Result<()
 
     // Metrics on port 8080, counting the reconciles just made.
     let metrics = reqwest::get(pod.metrics_url()).await?.text().await?;
-    let vpc_reconciles: f64 = metrics
-        .lines()
-        .filter(|l| l.starts_with("provider_reconciles_total{") && l.contains("kind=\"VPC\""))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum();
+    let vpc_reconciles = sum_samples(&metrics, "provider_reconciles_total", &[("kind", "VPC")]);
     assert!(
         vpc_reconciles >= 1.0,
         "no VPC reconcile counted on :8080/metrics:\n{metrics}"

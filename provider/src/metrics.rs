@@ -170,26 +170,13 @@ impl Metrics {
     /// exposition (e.g. `provider_kube_writes_total`), for tests and
     /// benchmarks that want one number.
     pub fn total(&self, family: &str) -> f64 {
-        self.encode()
-            .lines()
-            .filter(|line| line.starts_with(family) && line[family.len()..].starts_with(['{', ' ']))
-            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
+        sum_samples(&self.encode(), family, &[])
     }
 
     /// The sum of a family's samples whose labels include every
     /// `key="value"` pair of `labels`.
     pub fn total_with(&self, family: &str, labels: &[(&str, &str)]) -> f64 {
-        self.encode()
-            .lines()
-            .filter(|line| line.starts_with(family) && line[family.len()..].starts_with('{'))
-            .filter(|line| {
-                labels
-                    .iter()
-                    .all(|(k, v)| line.contains(&format!("{k}=\"{v}\"")))
-            })
-            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
+        sum_samples(&self.encode(), family, labels)
     }
 
     pub fn kube_write(&self, kind: &str, target: &str) {
@@ -206,6 +193,24 @@ impl Metrics {
             })
             .clone()
     }
+}
+
+/// The sum of the samples of `family` in Prometheus text (this provider's,
+/// or any other server's `/metrics`) whose labels include every
+/// `key="value"` pair of `labels`.
+pub fn sum_samples(text: &str, family: &str, labels: &[(&str, &str)]) -> f64 {
+    text.lines()
+        .filter(|line| {
+            line.strip_prefix(family)
+                .is_some_and(|rest| rest.starts_with(['{', ' ']))
+        })
+        .filter(|line| {
+            labels
+                .iter()
+                .all(|(k, v)| line.contains(&format!("{k}=\"{v}\"")))
+        })
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }
 
 #[cfg(test)]
@@ -232,6 +237,19 @@ mod tests {
             text.contains(r#"provider_active_controllers{kind="Subnet"} 1"#),
             "{text}"
         );
+    }
+
+    #[test]
+    fn samples_of_another_servers_text_sum_by_family_and_labels() {
+        let text = "# HELP apiserver_request_total x\n\
+            apiserver_request_total{code=\"403\",verb=\"GET\"} 2\n\
+            apiserver_request_total{code=\"200\",verb=\"GET\"} 7\n\
+            apiserver_request_total{code=\"403\",verb=\"LIST\"} 1\n\
+            apiserver_request_total_other{code=\"403\"} 50\n";
+        let family = "apiserver_request_total";
+        assert_eq!(sum_samples(text, family, &[("code", "403")]), 3.0);
+        assert_eq!(sum_samples(text, family, &[]), 10.0);
+        assert_eq!(sum_samples(text, family, &[("code", "500")]), 0.0);
     }
 
     #[test]
