@@ -12,7 +12,11 @@
 //! And when a requeued reconcile is handed a copy that this process has
 //! handled but that is not the newest it handled, the cache lags behind a
 //! write of ours: every guarded write from that copy would be answered 409.
-//! The reconcile looks again shortly instead, without a call. No ordering of
+//! The reconcile makes no call and waits for the watch to catch up: the
+//! event of our newest version, normally dropped as an echo, is let through
+//! once for an object whose reconcile is waiting for it. Polling for it
+//! instead cost 255 call-free reconciles per resource at 10,000 resources,
+//! where the watch lagged by tens of seconds. No ordering of
 //! resourceVersions is assumed (they are opaque); only "we wrote a version
 //! after this one".
 
@@ -23,14 +27,36 @@ use std::sync::Mutex;
 /// about five writes in one reconcile.
 const REMEMBERED: usize = 8;
 
+/// What this process knows of one object.
+#[derive(Default)]
+struct Seen {
+    /// Handled versions, oldest first; the last is the newest.
+    versions: VecDeque<String>,
+    /// The watch has delivered the newest version: the cache holds it.
+    caught_up: bool,
+    /// A reconcile was handed an older copy and waits for the newest.
+    waiting: bool,
+}
+
+/// How a reconcile handed a superseded copy goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lag {
+    /// The cache has caught up since this copy was handed out: look again
+    /// at once.
+    CaughtUp,
+    /// The cache has not caught up: the watch event of the newest version
+    /// will trigger the next reconcile.
+    Waiting,
+}
+
 /// See the module documentation.
 #[derive(Default)]
 pub struct OwnWrites {
-    by_uid: Mutex<HashMap<String, VecDeque<String>>>,
+    by_uid: Mutex<HashMap<String, Seen>>,
 }
 
 impl OwnWrites {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, VecDeque<String>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Seen>> {
         self.by_uid.lock().expect("own-writes lock poisoned")
     }
 
@@ -38,30 +64,50 @@ impl OwnWrites {
     /// `resource_version` of the object `uid`: its newest handled version.
     pub fn handled(&self, uid: &str, resource_version: &str) {
         let mut by_uid = self.lock();
-        let versions = by_uid.entry(uid.to_owned()).or_default();
-        if versions.back().is_some_and(|v| v == resource_version) {
+        let seen = by_uid.entry(uid.to_owned()).or_default();
+        if seen.versions.back().is_some_and(|v| v == resource_version) {
             return;
         }
-        if versions.len() == REMEMBERED {
-            versions.pop_front();
+        if seen.versions.len() == REMEMBERED {
+            seen.versions.pop_front();
         }
-        versions.push_back(resource_version.to_owned());
+        seen.versions.push_back(resource_version.to_owned());
+        seen.caught_up = false;
+        seen.waiting = false;
     }
 
-    /// Whether this process handled this version of the object already.
-    pub fn is_echo(&self, uid: &str, resource_version: &str) -> bool {
-        self.lock()
-            .get(uid)
-            .is_some_and(|versions| versions.iter().any(|v| v == resource_version))
+    /// Whether the watch event of this version should trigger a reconcile:
+    /// not for a version this process handled (an echo), except the newest
+    /// when a reconcile waits for it.
+    pub fn triggers(&self, uid: &str, resource_version: &str) -> bool {
+        let mut by_uid = self.lock();
+        let Some(seen) = by_uid.get_mut(uid) else {
+            return true;
+        };
+        if seen.versions.back().is_some_and(|v| v == resource_version) {
+            seen.caught_up = true;
+            return std::mem::take(&mut seen.waiting);
+        }
+        !seen.versions.iter().any(|v| v == resource_version)
     }
 
-    /// Whether this version was handled and a newer one was since: a copy
-    /// from a cache that has not caught up with our own write.
-    pub fn is_superseded(&self, uid: &str, resource_version: &str) -> bool {
-        self.lock().get(uid).is_some_and(|versions| {
-            versions.back().is_some_and(|v| v != resource_version)
-                && versions.iter().any(|v| v == resource_version)
-        })
+    /// `None` when this copy is current as far as this process knows;
+    /// otherwise it was handled and a newer version was since (a cache that
+    /// has not caught up with our own write), and the answer says how to
+    /// go on. [`Lag::Waiting`] arms the watch trigger for the newest version.
+    pub fn lag(&self, uid: &str, resource_version: &str) -> Option<Lag> {
+        let mut by_uid = self.lock();
+        let seen = by_uid.get_mut(uid)?;
+        let superseded = seen.versions.back().is_some_and(|v| v != resource_version)
+            && seen.versions.iter().any(|v| v == resource_version);
+        if !superseded {
+            return None;
+        }
+        if seen.caught_up {
+            return Some(Lag::CaughtUp);
+        }
+        seen.waiting = true;
+        Some(Lag::Waiting)
     }
 
     /// Forgets an object that is gone.
@@ -79,10 +125,10 @@ mod tests {
         let own = OwnWrites::default();
         own.handled("a", "10");
         own.handled("a", "11");
-        assert!(own.is_echo("a", "10"));
-        assert!(own.is_echo("a", "11"));
-        assert!(!own.is_echo("a", "12"), "someone else's write");
-        assert!(!own.is_echo("b", "10"), "another object");
+        assert!(!own.triggers("a", "10"));
+        assert!(!own.triggers("a", "11"));
+        assert!(own.triggers("a", "12"), "someone else's write");
+        assert!(own.triggers("b", "10"), "another object");
     }
 
     #[test]
@@ -91,19 +137,46 @@ mod tests {
         own.handled("a", "7");
         own.handled("a", "9");
         own.handled("a", "8");
-        assert!(own.is_superseded("a", "7"));
-        assert!(
-            own.is_superseded("a", "9"),
+        assert_eq!(own.lag("a", "7"), Some(Lag::Waiting));
+        assert_eq!(
+            own.lag("a", "9"),
+            Some(Lag::Waiting),
             "handled before 8: order is ours, not numeric"
         );
-        assert!(!own.is_superseded("a", "8"), "the newest we handled");
-        assert!(!own.is_superseded("a", "10"), "someone else's: not known");
-        assert!(!own.is_superseded("b", "7"));
+        assert_eq!(own.lag("a", "8"), None, "the newest we handled");
+        assert_eq!(own.lag("a", "10"), None, "someone else's: not known");
+        assert_eq!(own.lag("b", "7"), None);
         own.handled("a", "8");
-        assert!(
-            !own.is_superseded("a", "8"),
-            "handling it again keeps it newest"
-        );
+        assert_eq!(own.lag("a", "8"), None, "handling it again keeps it newest");
+    }
+
+    #[test]
+    fn a_reconcile_waiting_for_the_cache_is_woken_by_the_newest_version_once() {
+        let own = OwnWrites::default();
+        own.handled("a", "1");
+        own.handled("a", "2");
+        // No one waits: the newest is an echo like any other.
+        assert!(!own.triggers("a", "2"));
+
+        own.handled("a", "3");
+        assert_eq!(own.lag("a", "2"), Some(Lag::Waiting));
+        assert!(!own.triggers("a", "2"), "an older echo does not wake it");
+        assert!(own.triggers("a", "3"), "the newest wakes the waiter");
+        assert!(!own.triggers("a", "3"), "once only");
+    }
+
+    #[test]
+    fn a_copy_handed_out_before_the_cache_caught_up_is_retried_at_once() {
+        let own = OwnWrites::default();
+        own.handled("a", "1");
+        own.handled("a", "2");
+        // The watch delivers 2 (dropped as an echo) after the stale copy 1
+        // was handed to a reconcile: waiting for 2 again would wait forever.
+        assert!(!own.triggers("a", "2"));
+        assert_eq!(own.lag("a", "1"), Some(Lag::CaughtUp));
+        // A newer write of ours starts the wait afresh.
+        own.handled("a", "3");
+        assert_eq!(own.lag("a", "1"), Some(Lag::Waiting));
     }
 
     #[test]
@@ -112,9 +185,9 @@ mod tests {
         for version in 0..=REMEMBERED {
             own.handled("a", &version.to_string());
         }
-        assert!(!own.is_echo("a", "0"), "the oldest was dropped");
-        assert!(own.is_echo("a", &REMEMBERED.to_string()));
+        assert!(own.triggers("a", "0"), "the oldest was dropped");
+        assert!(!own.triggers("a", &REMEMBERED.to_string()));
         own.forget("a");
-        assert!(!own.is_echo("a", &REMEMBERED.to_string()));
+        assert!(own.triggers("a", &REMEMBERED.to_string()));
     }
 }

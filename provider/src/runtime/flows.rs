@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use super::cluster::ObjectKey;
 use super::cluster::memory::MemoryCluster;
 use super::reconcile::{Next, Outcome, reconcile_once};
-use super::{CONFLICT_RETRY, Context, ManagedKind, Settings};
+use super::{CATCH_UP_LIMIT, CONFLICT_RETRY, Context, ManagedKind, Settings};
 use crate::metrics::Metrics;
 use crate::plan::idempotency_key;
 
@@ -265,11 +265,23 @@ async fn a_reconcile_from_a_stale_copy_creates_nothing_and_retries_quietly() {
     // This process, handed the same copy by a cache that lags behind its
     // own writes, knows it is stale and makes no call at all.
     let writes = f.cluster.writes();
+    // It waits for the watch to deliver the newer copy rather than
+    // polling for it.
     let outcome = reconcile_once(&stale, &f.ctx).await;
     assert_eq!(outcome.result, "conflict");
-    assert_eq!(outcome.next, Next::After(CONFLICT_RETRY));
+    assert_eq!(outcome.next, Next::After(CATCH_UP_LIMIT));
     assert_eq!(f.cluster.writes(), writes);
     assert_eq!(f.cloud_count(Kind::Vpc).await, 1);
+    let current: Vpc = f.current("net").unwrap();
+    let (uid, version) = (
+        kube::ResourceExt::uid(&current).unwrap(),
+        kube::ResourceExt::resource_version(&current).unwrap(),
+    );
+    assert!(
+        f.ctx.own_writes.triggers(&uid, &version),
+        "the watch event of the newer copy, our own write, wakes it"
+    );
+    assert!(!f.ctx.own_writes.triggers(&uid, &version), "and only once");
     f.cloud.shutdown().await.unwrap();
 }
 

@@ -42,6 +42,12 @@ pub const FIELD_MANAGER: &str = "fakecloud-provider";
 /// stale) runs again, in every controller: quietly, without a backoff.
 pub const CONFLICT_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
 
+/// How long a reconcile handed a copy older than this process's own last
+/// write waits at most for the watch to deliver the newer one. The watch
+/// event wakes it first ([`echo`]); this bound only matters if that event
+/// never comes.
+pub const CATCH_UP_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Settings the reconciler reads on every run.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -112,7 +118,7 @@ impl Context {
 ///
 /// The watch keeps no `managedFields` (the reconciler never reads them, and
 /// they are most of an object's size), and drops the echoes of this
-/// process's own writes ([`echo`]).
+/// process's own writes, except the one a reconcile waits for ([`echo`]).
 pub async fn run_controller<K: ManagedKind>(
     ctx: Arc<Context>,
     kube: kube::Client,
@@ -127,11 +133,11 @@ pub async fn run_controller<K: ManagedKind>(
         .reflect(writer)
         .applied_objects()
         .try_filter(move |mr| {
-            let echo = match (mr.uid(), mr.resource_version()) {
-                (Some(uid), Some(version)) => filter_ctx.own_writes.is_echo(&uid, &version),
-                _ => false,
+            let triggers = match (mr.uid(), mr.resource_version()) {
+                (Some(uid), Some(version)) => filter_ctx.own_writes.triggers(&uid, &version),
+                _ => true,
             };
-            future::ready(!echo)
+            future::ready(triggers)
         });
     Controller::for_stream(trigger, reader)
         .graceful_shutdown_on(shutdown)

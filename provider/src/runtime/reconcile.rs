@@ -25,11 +25,12 @@ use tracing::{Instrument, field, info, info_span, warn};
 use super::backoff::Intent;
 use super::cluster::{ObjectKey, typed};
 use super::connection::ConnectionSecret;
+use super::echo::Lag;
 use super::error::ReconcileError;
 use super::kind::{Created, ManagedKind, Readiness, non_cloud_fields};
 use super::references::Resolver;
 use super::session::Session;
-use super::{CONFLICT_RETRY, Context, EventType};
+use super::{CATCH_UP_LIMIT, CONFLICT_RETRY, Context, EventType};
 use crate::fields::{late_initialize, merge_init_under, without_keys};
 use crate::plan::{
     self, CreateMarks, DeleteStep, Observed, RecordCreated, Step, delete_step, idempotency_key,
@@ -85,14 +86,18 @@ pub async fn reconcile_once<K: ManagedKind>(mr: &K, ctx: &Context) -> Outcome {
         };
     }
     if let Some(version) = mr.resource_version() {
-        if ctx.own_writes.is_superseded(&key, &version) {
+        if let Some(lag) = ctx.own_writes.lag(&key, &version) {
             // Our cache has not caught up with our own last write: any
-            // guarded write from this copy would be refused. Look again
-            // shortly, without a call.
+            // guarded write from this copy would be refused. Make no call;
+            // the watch event of the newer copy wakes the next reconcile.
             ctx.metrics
                 .record_reconcile(&K::kind(&()), "conflict", Duration::ZERO);
+            let wait = match lag {
+                Lag::CaughtUp => Duration::ZERO,
+                Lag::Waiting => CATCH_UP_LIMIT,
+            };
             return Outcome {
-                next: Next::After(CONFLICT_RETRY),
+                next: Next::After(wait),
                 result: "conflict",
             };
         }
