@@ -23,17 +23,15 @@
 //! the same stories against a system that runs already, as the `demo`
 //! service of docker-compose.yml does against the compose services.
 
-mod http;
 mod progress;
-mod provider_process;
 mod stories;
 mod system;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use e2e::provider_process::ProviderProcess;
 pub use progress::Progress;
-pub use provider_process::ProviderProcess;
 pub use stories::Story;
 pub use system::{RunDir, System};
 
@@ -99,16 +97,8 @@ pub enum DemoError {
         #[source]
         source: std::io::Error,
     },
-    #[error("the provider binary {0} does not exist; build it with `cargo build -p provider`")]
-    ProviderMissing(PathBuf),
-    #[error("the provider exited ({status}); last log lines:\n{tail}")]
-    ProviderExited { status: String, tail: String },
-    #[error("timed out after {timeout:?} waiting for {what}; last seen: {last}")]
-    Timeout {
-        what: String,
-        timeout: Duration,
-        last: String,
-    },
+    #[error(transparent)]
+    Provider(#[from] e2e::provider_process::ProviderProcessError),
     #[error("unexpected: {0}")]
     Unexpected(String),
 }

@@ -14,8 +14,8 @@ use serde_json::json;
 use e2e::objects::Objects;
 use e2e::scenarios::{Narration, Stage};
 
-use super::provider_process::active_controllers_at;
 use super::{DemoError, DemoOptions, Existing, Progress, ProviderProcess, Target};
+use e2e::provider_process::active_controllers_at;
 use e2e::{Backend, TestCluster};
 
 /// The namespace of the credentials and connection Secrets.
@@ -307,8 +307,8 @@ impl System {
             .as_ref()
             .expect("the provider runs until shutdown")
         {
-            Provider::Process(process) => process.active_controllers().await,
-            Provider::Remote { metrics } => active_controllers_at(metrics).await,
+            Provider::Process(process) => Ok(process.active_controllers().await?),
+            Provider::Remote { metrics } => Ok(active_controllers_at(metrics).await?),
         }
     }
 

@@ -26,6 +26,7 @@ pub mod containers;
 pub mod crds;
 mod error;
 pub mod grants;
+mod http;
 #[cfg(feature = "containers")]
 mod k3s;
 mod kubeconfig;
@@ -33,6 +34,7 @@ mod local;
 pub mod objects;
 mod pki;
 pub mod process;
+pub mod provider_process;
 pub mod scenarios;
 pub mod world;
 

@@ -1,9 +1,11 @@
 //! CI's small instance of the provider benchmark: 100 VPCs applied while
-//! the provider runs, mixed kinds too. The benchmark itself exits non-zero
+//! the provider runs, mixed kinds too, and the provider binary measured as
+//! a process of its own. The benchmark itself exits non-zero
 //! unless fakecloud holds exactly one cloud resource per managed resource
 //! and the steady state makes no API write; this test also reads those
 //! figures back from its report.
 
+use std::path::Path;
 use std::process::Command;
 
 /// Runs the benchmark binary built with this test and returns its report.
@@ -63,4 +65,40 @@ fn mixed_units_applied_before_the_provider_starts_make_one_cloud_resource_each()
             "{report}"
         );
     }
+}
+
+#[test]
+fn the_provider_binary_as_its_own_process_is_measured_from_proc() {
+    // The workspace's provider binary, built beside the benchmark.
+    let provider = Path::new(env!("CARGO_BIN_EXE_bench_provider")).with_file_name("provider");
+    assert!(
+        provider.is_file(),
+        "{} is missing: build it with `cargo build -p provider`",
+        provider.display()
+    );
+    let report = bench(&[
+        "--count",
+        "20",
+        "--no-floor",
+        "--steady",
+        "3s",
+        "--provider-bin",
+        provider.to_str().expect("a UTF-8 path"),
+    ]);
+    assert_eq!(figure(&report, "vpc in fakecloud:"), "20", "{report}");
+    for label in ["provider idle RSS:", "provider peak RSS to Ready:"] {
+        let line = report
+            .lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no {label:?} in:\n{report}"));
+        let mib: f64 = line
+            .trim_start_matches(label)
+            .trim()
+            .trim_end_matches("MiB")
+            .trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("{line:?}: {e}"));
+        assert!(mib > 1.0, "{line}");
+    }
+    assert!(report.contains("% of one core"), "{report}");
 }

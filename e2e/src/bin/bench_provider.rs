@@ -24,17 +24,30 @@
 //! one cloud resource per managed resource and a steady reconcile writes
 //! nothing.
 //!
-//! Runs the real control plane and fakecloud, and the provider in-process
-//! (so its metrics can be read). fakecloud provisions instantly here, so the
-//! figures are the provider's and the API server's own cost.
+//! It also prints the API server's answers 429 and 5xx up to all Ready, and
+//! in the steady state the API reads and writes per minute on what the
+//! provider touches (its kinds, ProviderConfigs, Secrets, Events).
+//!
+//! Runs the real control plane and fakecloud (in this process, provisioning
+//! instantly, so the figures are the provider's and the API server's own
+//! cost). The provider runs in-process by default; `--provider-bin` runs
+//! that binary (a release build for real figures) as a process of its own,
+//! so its memory and CPU can be read from `/proc`: idle RSS (started with
+//! nothing to reconcile), peak RSS up to all Ready and in the steady state,
+//! and the steady state's CPU per minute and share of one core.
+//!
+//! The 10,000-VPC run the README gives:
+//! `scripts/bench-provider --count 10000 --start before --no-floor --steady 2m`
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use apis::kinds::{DatabaseInstance, Subnet, Vpc};
 use clap::{Parser, ValueEnum};
 use e2e::objects::ClusterKind;
+use e2e::provider_process::{ProviderProcess, Usage, usage_of};
 use e2e::world::{NAMESPACE, World, WorldOptions, is_ready};
 use fakecloud::model::Kind;
 use futures::{StreamExt, TryStreamExt, stream};
@@ -42,6 +55,7 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
+use provider::metrics::sum_samples;
 use serde_json::{Value, json};
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -79,7 +93,144 @@ struct Args {
     /// Extra provider flags (repeatable), e.g. `--provider-arg=--max-reconcile-rate=200`.
     #[arg(long = "provider-arg", allow_hyphen_values = true)]
     provider_args: Vec<String>,
+    /// Run this provider binary as its own process (one replica) and report
+    /// its RSS and CPU, instead of the provider in this process.
+    #[arg(long)]
+    provider_bin: Option<PathBuf>,
 }
+
+/// The provider being measured.
+enum Under {
+    /// `provider::run` in this process; its metrics read directly.
+    Task,
+    /// The binary as its own process; metrics over HTTP, usage from /proc.
+    Process(ProcessUnder),
+}
+
+struct ProcessUnder {
+    binary: PathBuf,
+    args: Vec<String>,
+    log: PathBuf,
+    running: Option<ProviderProcess>,
+    /// Samples taken once a second while it runs.
+    samples: Arc<Mutex<Vec<(Instant, Usage)>>>,
+    sampler: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Under {
+    async fn start(&mut self, world: &mut World) -> anyhow::Result<()> {
+        match self {
+            Under::Task => world.start_provider()?,
+            Under::Process(p) => {
+                let mut process = ProviderProcess::start(
+                    &p.binary,
+                    world.cluster.kubeconfig(),
+                    &p.args,
+                    p.log.clone(),
+                )?;
+                process.wait_ready(Duration::from_secs(60)).await?;
+                let pid = process.pid();
+                let samples = p.samples.clone();
+                p.sampler = Some(tokio::spawn(async move {
+                    let mut tick = tokio::time::interval(Duration::from_secs(1));
+                    loop {
+                        tick.tick().await;
+                        match usage_of(pid) {
+                            Ok(usage) => samples
+                                .lock()
+                                .expect("samples")
+                                .push((Instant::now(), usage)),
+                            Err(_) => return,
+                        }
+                    }
+                }));
+                p.running = Some(process);
+            }
+        }
+        Ok(())
+    }
+
+    async fn stop(&mut self, world: &mut World) {
+        match self {
+            Under::Task => world.stop_provider().await,
+            Under::Process(p) => {
+                if let Some(sampler) = p.sampler.take() {
+                    sampler.abort();
+                }
+                if let Some(process) = p.running.take() {
+                    process.stop().await;
+                }
+            }
+        }
+    }
+
+    /// Its metrics, as Prometheus text.
+    async fn metrics(&self, world: &World) -> anyhow::Result<String> {
+        Ok(match self {
+            Under::Task => world.metrics.encode(),
+            Under::Process(p) => {
+                p.running
+                    .as_ref()
+                    .ok_or_else(|| anyhow::anyhow!("the provider process is not running"))?
+                    .metrics()
+                    .await?
+            }
+        })
+    }
+
+    /// Its usage now, when it is a process of its own.
+    fn usage(&self) -> anyhow::Result<Option<Usage>> {
+        match self {
+            Under::Task => Ok(None),
+            Under::Process(p) => match &p.running {
+                Some(process) => Ok(Some(process.usage()?)),
+                None => Ok(None),
+            },
+        }
+    }
+
+    /// The highest RSS sampled from `since` on.
+    fn peak_rss(&self, since: Instant) -> Option<u64> {
+        match self {
+            Under::Task => None,
+            Under::Process(p) => p
+                .samples
+                .lock()
+                .expect("samples")
+                .iter()
+                .filter(|(at, _)| *at >= since)
+                .map(|(_, usage)| usage.rss_bytes)
+                .max(),
+        }
+    }
+}
+
+/// The provider's counters the benchmark reports, read at one moment.
+struct Counters {
+    reconciles: f64,
+    conflicts: f64,
+    cloud_calls: f64,
+    writes: f64,
+}
+
+impl Counters {
+    async fn read(under: &Under, world: &World) -> anyhow::Result<Self> {
+        let text = under.metrics(world).await?;
+        let total = |family| sum_samples(&text, family, &[]);
+        Ok(Self {
+            reconciles: total("provider_reconciles_total"),
+            conflicts: sum_samples(
+                &text,
+                "provider_reconciles_total",
+                &[("result", "conflict")],
+            ),
+            cloud_calls: total("provider_cloud_calls_total"),
+            writes: total("provider_kube_writes_total"),
+        })
+    }
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
 
 const LABEL: &str = "bench";
 
@@ -88,6 +239,23 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let mut provider_args = vec!["--poll-interval=1m".to_owned()];
     provider_args.extend(args.provider_args.iter().cloned());
+    let mut under = match &args.provider_bin {
+        None => Under::Task,
+        Some(binary) => {
+            anyhow::ensure!(
+                args.replicas == 1,
+                "--provider-bin runs one provider process; --replicas needs the in-process provider"
+            );
+            Under::Process(ProcessUnder {
+                binary: binary.clone(),
+                args: provider_args.clone(),
+                log: std::env::temp_dir().join("bench_provider-provider.log"),
+                running: None,
+                samples: Arc::default(),
+                sampler: None,
+            })
+        }
+    };
     let mut world = World::start_with(WorldOptions {
         provisioning_delay: Duration::ZERO,
         provider_args,
@@ -98,6 +266,17 @@ async fn main() -> anyhow::Result<()> {
         world.admin.set_timing(kind, Duration::ZERO).await?;
     }
     world.stop_provider().await;
+
+    // Idle: started, with its ProviderConfig and nothing to reconcile.
+    let idle_rss = if matches!(under, Under::Process(_)) {
+        under.start(&mut world).await?;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let usage = under.usage()?;
+        under.stop(&mut world).await;
+        usage.map(|u| u.rss_bytes)
+    } else {
+        None
+    };
 
     let floor = if args.no_floor {
         None
@@ -114,12 +293,12 @@ async fn main() -> anyhow::Result<()> {
     if args.start == Start::Before {
         apply_all(&world, manifests, args.clients).await?;
         start = Instant::now();
-        world.start_provider()?;
+        under.start(&mut world).await?;
         for _ in 1..args.replicas {
             replicas.push(world.start_replica().await?);
         }
     } else {
-        world.start_provider()?;
+        under.start(&mut world).await?;
         for _ in 1..args.replicas {
             replicas.push(world.start_replica().await?);
         }
@@ -131,6 +310,7 @@ async fn main() -> anyhow::Result<()> {
         .map_err(|_| anyhow::anyhow!("not all Ready within an hour"))???;
     let all_ready = start.elapsed();
     let after_api = apiserver_requests(&world).await?;
+    let peak_rss = under.peak_rss(start);
 
     let mut in_cloud = Vec::new();
     for kind in kinds(args.mix) {
@@ -139,30 +319,40 @@ async fn main() -> anyhow::Result<()> {
 
     // Let pending requeues drain, then watch the steady state.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let reconciles = world.metrics.total("provider_reconciles_total");
-    let conflicts = world
-        .metrics
-        .total_with("provider_reconciles_total", &[("result", "conflict")]);
-    let cloud_calls = world.metrics.total("provider_cloud_calls_total");
-    let writes = world.metrics.total("provider_kube_writes_total");
+    let counters = Counters::read(&under, &world).await?;
+    let steady_api_before = apiserver_requests(&world).await?;
+    let steady_usage_before = under.usage()?;
+    let steady_start = Instant::now();
     tokio::time::sleep(args.steady).await;
-    let steady_writes = world.metrics.total("provider_kube_writes_total") - writes;
-    let steady_reconciles = world.metrics.total("provider_reconciles_total") - reconciles;
+    let steady_elapsed = steady_start.elapsed();
+    let steady_usage_after = under.usage()?;
+    let steady_api_after = apiserver_requests(&world).await?;
+    let steady_counters = Counters::read(&under, &world).await?;
+    let steady_writes = steady_counters.writes - counters.writes;
+    let steady_reconciles = steady_counters.reconciles - counters.reconciles;
+    let steady_peak_rss = under.peak_rss(steady_start);
 
     let n = total as f64;
-    let delta = |f: &dyn Fn(&Request) -> bool| -> f64 {
-        let sum = |m: &BTreeMap<Request, f64>| {
-            m.iter().filter(|(r, _)| f(r)).map(|(_, v)| v).sum::<f64>()
-        };
-        sum(&after_api) - sum(&before_api)
+    let delta = |before: &Requests, after: &Requests, f: &dyn Fn(&Request) -> bool| -> f64 {
+        let sum = |m: &Requests| m.iter().filter(|(r, _)| f(r)).map(|(_, v)| v).sum::<f64>();
+        sum(after) - sum(before)
     };
+    let run = |f: &dyn Fn(&Request) -> bool| delta(&before_api, &after_api, f);
     // The benchmark's own requests: one apply per resource and its watch.
-    let api_writes = delta(&|r| is_write(&r.verb)) - n;
-    let api_reads = delta(&|r| matches!(r.verb.as_str(), "GET" | "LIST"));
-    let api_conflicts = delta(&|r| r.code == "409");
+    let api_writes = run(&|r| is_write(&r.verb)) - n;
+    let api_reads = run(&|r| is_read(&r.verb));
+    let api_conflicts = run(&|r| r.code == "409");
+    let api_throttled = run(&|r| r.code == "429");
+    let api_failed = run(&|r| r.code.starts_with('5'));
+    let per_minute = 60.0 / steady_elapsed.as_secs_f64();
+    let steady = |f: &dyn Fn(&Request) -> bool| {
+        delta(&steady_api_before, &steady_api_after, &|r| {
+            is_providers(&r.resource) && f(r)
+        }) * per_minute
+    };
 
     println!(
-        "resources:                     {total} ({}, {} replica(s), {} clients, applied {})",
+        "resources:                     {total} ({}, {} replica(s), {} clients, applied {}, provider {})",
         if args.mix {
             "VPC + Subnet + DatabaseInstance units"
         } else {
@@ -173,8 +363,18 @@ async fn main() -> anyhow::Result<()> {
         match args.start {
             Start::Before => "before the provider started",
             Start::While => "while the provider ran",
+        },
+        match &args.provider_bin {
+            None => "in this process".to_owned(),
+            Some(binary) => format!("process {}", binary.display()),
         }
     );
+    if let Some(idle) = idle_rss {
+        println!(
+            "provider idle RSS:             {:.1} MiB",
+            idle as f64 / MIB
+        );
+    }
     if let Some(floor) = floor {
         println!(
             "floor (minimal controller):    {floor:.2?} for {} objects",
@@ -191,23 +391,58 @@ async fn main() -> anyhow::Result<()> {
             n / all_ready.as_secs_f64()
         );
     }
+    if let Some(peak) = peak_rss {
+        println!(
+            "provider peak RSS to Ready:    {:.1} MiB",
+            peak as f64 / MIB
+        );
+    }
+    println!("API server answers 429, 5xx:   {api_throttled}, {api_failed} (up to all Ready)");
     println!("per resource, up to all Ready:");
     println!("  API writes:                  {:.2}", api_writes / n);
     println!("  API reads (GET, LIST):       {:.2}", api_reads / n);
     println!("  API answers 409:             {:.2}", api_conflicts / n);
-    println!("  reconciles (first instance): {:.2}", reconciles / n);
-    println!("  of which conflicts:          {:.2}", conflicts / n);
-    println!("  cloud calls:                 {:.2}", cloud_calls / n);
     println!(
-        "steady state:                  {steady_reconciles} reconciles, {steady_writes} API writes in {:?}",
-        args.steady
+        "  reconciles (first instance): {:.2}",
+        counters.reconciles / n
     );
+    println!(
+        "  of which conflicts:          {:.2}",
+        counters.conflicts / n
+    );
+    println!(
+        "  cloud calls:                 {:.2}",
+        counters.cloud_calls / n
+    );
+    println!(
+        "steady state:                  {steady_reconciles} reconciles, {steady_writes} API writes by the provider in {steady_elapsed:.1?}"
+    );
+    println!(
+        "  API per minute (its kinds, ProviderConfigs, Secrets, Events): {:.1} reads, {:.1} writes",
+        steady(&|r| is_read(&r.verb)),
+        steady(&|r| is_write(&r.verb))
+    );
+    if let (Some(before), Some(after)) = (steady_usage_before, steady_usage_after) {
+        let cpu = after.cpu.saturating_sub(before.cpu).as_secs_f64();
+        println!(
+            "  provider CPU:                {:.2} s per minute ({:.1} % of one core)",
+            cpu * per_minute,
+            cpu / steady_elapsed.as_secs_f64() * 100.0
+        );
+    }
+    if let Some(peak) = steady_peak_rss {
+        println!(
+            "  provider peak RSS:           {:.1} MiB",
+            peak as f64 / MIB
+        );
+    }
     for (kind, count) in &in_cloud {
         println!("{:<31}{count}", format!("{} in fakecloud:", kind.as_str()));
     }
     for replica in replicas {
         replica.stop().await;
     }
+    under.stop(&mut world).await;
     world.shutdown().await;
     for (kind, count) in in_cloud {
         anyhow::ensure!(
@@ -351,8 +586,31 @@ fn is_write(verb: &str) -> bool {
     )
 }
 
+/// A read that is not a watch: what a cache should have made unneeded.
+fn is_read(verb: &str) -> bool {
+    matches!(verb, "GET" | "LIST")
+}
+
+/// The API resources the provider reads or writes; the control plane's own
+/// traffic (leases, service accounts, nodes) is not counted against it.
+fn is_providers(resource: &str) -> bool {
+    matches!(
+        resource,
+        "vpcs"
+            | "subnets"
+            | "nodegroups"
+            | "databaseinstances"
+            | "providerconfigs"
+            | "providerconfigusages"
+            | "secrets"
+            | "events"
+    )
+}
+
+type Requests = BTreeMap<Request, f64>;
+
 /// The API server's request counters, summed by verb, code and resource.
-async fn apiserver_requests(world: &World) -> anyhow::Result<BTreeMap<Request, f64>> {
+async fn apiserver_requests(world: &World) -> anyhow::Result<Requests> {
     let text = world
         .kube()
         .request_text(http::Request::get("/metrics").body(Vec::new())?)
