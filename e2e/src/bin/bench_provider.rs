@@ -104,7 +104,7 @@ enum Under {
     /// `provider::run` in this process; its metrics read directly.
     Task,
     /// The binary as its own process; metrics over HTTP, usage from /proc.
-    Process(ProcessUnder),
+    Process(Box<ProcessUnder>),
 }
 
 struct ProcessUnder {
@@ -246,14 +246,14 @@ async fn main() -> anyhow::Result<()> {
                 args.replicas == 1,
                 "--provider-bin runs one provider process; --replicas needs the in-process provider"
             );
-            Under::Process(ProcessUnder {
+            Under::Process(Box::new(ProcessUnder {
                 binary: binary.clone(),
                 args: provider_args.clone(),
                 log: std::env::temp_dir().join("bench_provider-provider.log"),
                 running: None,
                 samples: Arc::default(),
                 sampler: None,
-            })
+            }))
         }
     };
     let mut world = World::start_with(WorldOptions {
