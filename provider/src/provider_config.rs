@@ -23,7 +23,10 @@ use crate::runtime::{CONFLICT_RETRY, Context, Intent};
 /// How often a ProviderConfig is recounted. Usages come and go with managed
 /// resources, which this controller does not watch (their CRDs may not
 /// exist), so it polls; a deleting ProviderConfig is checked more often.
-const RECOUNT_INTERVAL: Duration = Duration::from_secs(30);
+/// The count comes from a watch cache of the usages
+/// ([`crate::runtime::cluster::Cluster::list_watched`]), so a poll that
+/// finds the same count costs the API server nothing and can be frequent.
+const RECOUNT_INTERVAL: Duration = Duration::from_secs(10);
 const DELETING_RECHECK: Duration = Duration::from_secs(2);
 
 /// The kind label of this controller's logs and metrics.
@@ -92,7 +95,7 @@ async fn reconcile(
         };
         let users = ctx
             .cluster
-            .list(&ApiResource::erase::<ProviderConfigUsage>(&()), &format!("{PROVIDER_CONFIG_LABEL}={name}"))
+            .list_watched(&ApiResource::erase::<ProviderConfigUsage>(&()), &format!("{PROVIDER_CONFIG_LABEL}={name}"))
             .await
             .map_err(kube_error("list ProviderConfigUsages"))?
             .len() as i64;

@@ -44,7 +44,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use apis::kinds::{DatabaseInstance, Subnet, Vpc};
+use apis::kinds::{DatabaseInstance, ProviderConfig, Subnet, Vpc};
 use clap::{Parser, ValueEnum};
 use e2e::objects::ClusterKind;
 use e2e::provider_process::{ProviderProcess, Usage, usage_of};
@@ -317,9 +317,11 @@ async fn main() -> anyhow::Result<()> {
         in_cloud.push((kind, world.admin.resources(Some(kind), None).await?.len()));
     }
 
-    // Let pending requeues drain, then watch the steady state.
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let counters = Counters::read(&under, &world).await?;
+    // Ready is not the end of a create's writes (late initialisation
+    // follows, and the ProviderConfig's recount), so the steady state starts
+    // once the provider has written nothing for a while and the
+    // ProviderConfig counts every resource.
+    let (counters, settled) = settle(&under, &world, total).await?;
     let steady_api_before = apiserver_requests(&world).await?;
     let steady_usage_before = under.usage()?;
     let steady_start = Instant::now();
@@ -418,10 +420,28 @@ async fn main() -> anyhow::Result<()> {
         "steady state:                  {steady_reconciles} reconciles, {steady_writes} API writes by the provider in {steady_elapsed:.1?}"
     );
     println!(
+        "  settled {settled:.1?} after all Ready (all counted by the ProviderConfig, then no provider write for {QUIET:?})"
+    );
+    println!(
         "  API per minute (its kinds, ProviderConfigs, Secrets, Events): {:.1} reads, {:.1} writes",
         steady(&|r| is_read(&r.verb)),
         steady(&|r| is_write(&r.verb))
     );
+    for (request, count) in &steady_api_after {
+        let before = steady_api_before.get(request).copied().unwrap_or(0.0);
+        if count - before > 0.0
+            && is_providers(&request.resource)
+            && (is_read(&request.verb) || is_write(&request.verb))
+        {
+            println!(
+                "    {} {} {}: {}",
+                request.verb,
+                request.resource,
+                request.code,
+                count - before
+            );
+        }
+    }
     if let (Some(before), Some(after)) = (steady_usage_before, steady_usage_after) {
         let cpu = after.cpu.saturating_sub(before.cpu).as_secs_f64();
         println!(
@@ -457,6 +477,45 @@ async fn main() -> anyhow::Result<()> {
         "{steady_writes} API writes in the steady state"
     );
     Ok(())
+}
+
+/// How long the provider must write nothing before the steady state starts.
+const QUIET: Duration = Duration::from_secs(5);
+
+/// Waits until the `default` ProviderConfig counts `users` and the provider
+/// has made no API write for [`QUIET`] (at most ten minutes); returns its
+/// counters then and how long that took.
+async fn settle(
+    under: &Under,
+    world: &World,
+    users: usize,
+) -> anyhow::Result<(Counters, Duration)> {
+    let start = Instant::now();
+    let configs: Api<ProviderConfig> = Api::all(world.kube());
+    let mut last = Counters::read(under, world).await?;
+    let mut quiet_since = Instant::now();
+    loop {
+        let counted = configs
+            .get("default")
+            .await?
+            .status
+            .and_then(|s| s.users)
+            .unwrap_or(0);
+        if quiet_since.elapsed() >= QUIET && counted == users as i64 {
+            break;
+        }
+        anyhow::ensure!(
+            start.elapsed() < Duration::from_secs(600),
+            "not settled ten minutes after all were Ready (the ProviderConfig must count {users}; or the provider kept writing)"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = Counters::read(under, world).await?;
+        if now.writes != last.writes {
+            quiet_since = Instant::now();
+        }
+        last = now;
+    }
+    Ok((last, start.elapsed()))
 }
 
 fn kinds(mix: bool) -> Vec<Kind> {

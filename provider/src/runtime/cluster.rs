@@ -83,6 +83,16 @@ pub trait Cluster: Send + Sync {
         labels: &'a str,
     ) -> BoxFuture<'a, Result<Vec<Value>, kube::Error>>;
 
+    /// [`Cluster::list`] for a resource that is counted again and again
+    /// (ProviderConfigUsages, on every recount): served from a watch cache
+    /// of the whole resource, the selector matched here, so a steady
+    /// recount costs the API server nothing.
+    fn list_watched<'a>(
+        &'a self,
+        resource: &'a ApiResource,
+        labels: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Value>, kube::Error>>;
+
     /// A JSON merge patch. A `metadata.resourceVersion` in the patch is a
     /// precondition: the API server answers 409 when the object moved on.
     fn merge_patch<'a>(
@@ -109,6 +119,18 @@ pub trait Cluster: Send + Sync {
     ) -> BoxFuture<'a, Result<Value, kube::Error>>;
 }
 
+/// Whether `labels` satisfy `selector`, an equality-only label selector
+/// (`k=v,k2=v2`; empty matches everything), as the provider writes them.
+pub fn selector_matches(
+    labels: &std::collections::BTreeMap<String, String>,
+    selector: &str,
+) -> bool {
+    selector.split(',').filter(|s| !s.is_empty()).all(|term| {
+        let (key, value) = term.split_once('=').unwrap_or((term, ""));
+        labels.get(key).is_some_and(|v| v == value)
+    })
+}
+
 /// Reads a JSON object as a typed one, reporting a mismatch as kube does.
 pub fn typed<T: DeserializeOwned>(value: Value) -> Result<T, kube::Error> {
     serde_json::from_value(value).map_err(kube::Error::SerdeError)
@@ -130,7 +152,8 @@ const CACHE_SYNC: Duration = Duration::from_secs(10);
 /// namespace and name.
 type CacheKey = (String, String, Option<String>, Option<String>);
 
-/// The watch caches behind [`Cluster::get_watched`], started on first use
+/// The watch caches behind [`Cluster::get_watched`] and
+/// [`Cluster::list_watched`], started on first use
 /// and stopped with the last clone of the [`KubeCluster`].
 #[derive(Default)]
 struct Caches {
@@ -190,6 +213,25 @@ impl KubeCluster {
         store
     }
 
+    /// [`KubeCluster::store`], once it has listed: a 504 when it has not
+    /// within [`CACHE_SYNC`].
+    async fn synced_store(&self, key: &ObjectKey) -> Result<Store<DynamicObject>, kube::Error> {
+        let store = self.store(key);
+        if !matches!(
+            tokio::time::timeout(CACHE_SYNC, store.wait_until_ready()).await,
+            Ok(Ok(()))
+        ) {
+            let message = format!(
+                "the watch of {} has not listed within {CACHE_SYNC:?}: can the provider list and watch them?",
+                key.resource.plural
+            );
+            return Err(kube::Error::Api(
+                Status::failure(&message, "Timeout").with_code(504).boxed(),
+            ));
+        }
+        Ok(store)
+    }
+
     fn api(&self, key: &ObjectKey) -> Api<DynamicObject> {
         match &key.namespace {
             Some(namespace) => Api::namespaced_with(self.client.clone(), namespace, &key.resource),
@@ -218,19 +260,7 @@ impl Cluster for KubeCluster {
         key: &'a ObjectKey,
     ) -> BoxFuture<'a, Result<Option<Value>, kube::Error>> {
         Box::pin(async move {
-            let store = self.store(key);
-            if !matches!(
-                tokio::time::timeout(CACHE_SYNC, store.wait_until_ready()).await,
-                Ok(Ok(()))
-            ) {
-                let message = format!(
-                    "the watch of {} has not listed within {CACHE_SYNC:?}: can the provider list and watch them?",
-                    key.resource.plural
-                );
-                return Err(kube::Error::Api(
-                    Status::failure(&message, "Timeout").with_code(504).boxed(),
-                ));
-            }
+            let store = self.synced_store(key).await?;
             let mut reference = ObjectRef::new_with(&key.name, key.resource.clone());
             if let Some(namespace) = &key.namespace {
                 reference = reference.within(namespace);
@@ -239,6 +269,27 @@ impl Cluster for KubeCluster {
                 .get(&reference)
                 .map(|object| json((*object).clone()))
                 .transpose()
+        })
+    }
+
+    fn list_watched<'a>(
+        &'a self,
+        resource: &'a ApiResource,
+        labels: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Value>, kube::Error>> {
+        Box::pin(async move {
+            let whole = ObjectKey {
+                resource: resource.clone(),
+                namespace: None,
+                name: String::new(),
+            };
+            self.synced_store(&whole)
+                .await?
+                .state()
+                .into_iter()
+                .filter(|object| selector_matches(object.labels(), labels))
+                .map(|object| json((*object).clone()))
+                .collect()
         })
     }
 
@@ -309,5 +360,36 @@ impl Cluster for KubeCluster {
                     .await?,
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_selector_matches_only_labels_with_every_pair() {
+        let labels: std::collections::BTreeMap<String, String> = [
+            ("fakecloud.crossplane.io/provider-config", "default"),
+            ("team", "net"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        assert!(selector_matches(&labels, ""));
+        assert!(selector_matches(
+            &labels,
+            "fakecloud.crossplane.io/provider-config=default"
+        ));
+        assert!(selector_matches(
+            &labels,
+            "team=net,fakecloud.crossplane.io/provider-config=default"
+        ));
+        assert!(!selector_matches(&labels, "team=db"));
+        assert!(!selector_matches(&labels, "team=net,missing=x"));
+        assert!(!selector_matches(
+            &labels,
+            "fakecloud.crossplane.io/provider-config=defaul"
+        ));
     }
 }

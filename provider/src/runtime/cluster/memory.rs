@@ -61,11 +61,12 @@ fn not_found(key: &ObjectKey) -> kube::Error {
 
 /// Whether an object's labels satisfy a `k=v,k2=v2` selector.
 fn matches(object: &Value, selector: &str) -> bool {
-    selector.split(',').filter(|s| !s.is_empty()).all(|term| {
-        let (k, v) = term.split_once('=').unwrap_or((term, ""));
-        object.pointer(&format!("/metadata/labels/{}", k.replace('/', "~1")))
-            == Some(&Value::String(v.to_owned()))
-    })
+    let labels = object
+        .pointer("/metadata/labels")
+        .cloned()
+        .and_then(|labels| serde_json::from_value(labels).ok())
+        .unwrap_or_default();
+    super::selector_matches(&labels, selector)
 }
 
 impl State {
@@ -244,6 +245,14 @@ impl Cluster for MemoryCluster {
         key: &'a ObjectKey,
     ) -> BoxFuture<'a, Result<Option<Value>, kube::Error>> {
         self.get(key)
+    }
+
+    fn list_watched<'a>(
+        &'a self,
+        resource: &'a ApiResource,
+        labels: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Value>, kube::Error>> {
+        self.list(resource, labels)
     }
 
     fn list<'a>(
