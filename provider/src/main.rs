@@ -8,6 +8,12 @@ use provider::config::Config;
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
+/// mimalloc instead of glibc's malloc: at 10,000 resources about 44 % of a
+/// steady reconcile's CPU was glibc's allocator (perf), and its free lists
+/// kept the cold start's peak as RSS.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let config = Config::parse();
