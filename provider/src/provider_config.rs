@@ -24,7 +24,7 @@ use crate::runtime::{CONFLICT_RETRY, Context, Intent};
 /// resources, which this controller does not watch (their CRDs may not
 /// exist), so it polls; a deleting ProviderConfig is checked more often.
 /// The count comes from a watch cache of the usages
-/// ([`crate::runtime::cluster::Cluster::list_watched`]), so a poll that
+/// ([`crate::runtime::cluster::Cluster::count_watched`]), so a poll that
 /// finds the same count costs the API server nothing and can be frequent.
 const RECOUNT_INTERVAL: Duration = Duration::from_secs(10);
 const DELETING_RECHECK: Duration = Duration::from_secs(2);
@@ -95,10 +95,10 @@ async fn reconcile(
         };
         let users = ctx
             .cluster
-            .list_watched(&ApiResource::erase::<ProviderConfigUsage>(&()), &format!("{PROVIDER_CONFIG_LABEL}={name}"))
+            .count_watched(&ApiResource::erase::<ProviderConfigUsage>(&()), &format!("{PROVIDER_CONFIG_LABEL}={name}"))
             .await
-            .map_err(kube_error("list ProviderConfigUsages"))?
-            .len() as i64;
+            .map_err(kube_error("count ProviderConfigUsages"))?
+             as i64;
         let at = ObjectKey::of::<ProviderConfig>(None, &name);
 
         // Writes below go in sequence; each one bumps the resourceVersion

@@ -83,15 +83,16 @@ pub trait Cluster: Send + Sync {
         labels: &'a str,
     ) -> BoxFuture<'a, Result<Vec<Value>, kube::Error>>;
 
-    /// [`Cluster::list`] for a resource that is counted again and again
-    /// (ProviderConfigUsages, on every recount): served from a watch cache
-    /// of the whole resource, the selector matched here, so a steady
-    /// recount costs the API server nothing.
-    fn list_watched<'a>(
+    /// How many objects of a resource, in every namespace, match `labels`,
+    /// for a resource that is counted again and again (ProviderConfigUsages,
+    /// on every recount): served from a watch cache of the whole resource,
+    /// the selector matched here, so a steady recount costs the API server
+    /// nothing and copies no object.
+    fn count_watched<'a>(
         &'a self,
         resource: &'a ApiResource,
         labels: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<Value>, kube::Error>>;
+    ) -> BoxFuture<'a, Result<usize, kube::Error>>;
 
     /// A JSON merge patch. A `metadata.resourceVersion` in the patch is a
     /// precondition: the API server answers 409 when the object moved on.
@@ -153,7 +154,7 @@ const CACHE_SYNC: Duration = Duration::from_secs(10);
 type CacheKey = (String, String, Option<String>, Option<String>);
 
 /// The watch caches behind [`Cluster::get_watched`] and
-/// [`Cluster::list_watched`], started on first use
+/// [`Cluster::count_watched`], started on first use
 /// and stopped with the last clone of the [`KubeCluster`].
 #[derive(Default)]
 struct Caches {
@@ -272,24 +273,24 @@ impl Cluster for KubeCluster {
         })
     }
 
-    fn list_watched<'a>(
+    fn count_watched<'a>(
         &'a self,
         resource: &'a ApiResource,
         labels: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<Value>, kube::Error>> {
+    ) -> BoxFuture<'a, Result<usize, kube::Error>> {
         Box::pin(async move {
             let whole = ObjectKey {
                 resource: resource.clone(),
                 namespace: None,
                 name: String::new(),
             };
-            self.synced_store(&whole)
+            Ok(self
+                .synced_store(&whole)
                 .await?
                 .state()
-                .into_iter()
+                .iter()
                 .filter(|object| selector_matches(object.labels(), labels))
-                .map(|object| json((*object).clone()))
-                .collect()
+                .count())
         })
     }
 

@@ -247,12 +247,17 @@ impl Cluster for MemoryCluster {
         self.get(key)
     }
 
-    fn list_watched<'a>(
+    fn count_watched<'a>(
         &'a self,
         resource: &'a ApiResource,
         labels: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<Value>, kube::Error>> {
-        self.list(resource, labels)
+    ) -> BoxFuture<'a, Result<usize, kube::Error>> {
+        let count = self
+            .all(&resource.api_version, &resource.kind)
+            .iter()
+            .filter(|o| matches(o, labels))
+            .count();
+        Box::pin(async move { Ok(count) })
     }
 
     fn list<'a>(
