@@ -27,6 +27,7 @@ use super::reconcile::{Next, Outcome, reconcile_once};
 use super::{CATCH_UP_LIMIT, CONFLICT_RETRY, Context, ManagedKind, Settings};
 use crate::metrics::Metrics;
 use crate::plan::idempotency_key;
+use crate::rate_limit::Wake;
 
 const REGION: &str = "us-east-1";
 const PENDING_POLL: Duration = Duration::from_millis(500);
@@ -95,7 +96,7 @@ impl Fixture {
     /// One reconcile of the current copy.
     async fn reconcile<K: ManagedKind>(&self, name: &str) -> Outcome {
         let mr: K = self.current(name).expect("the managed resource exists");
-        reconcile_once(&mr, &self.ctx).await
+        reconcile_once(&mr, &self.ctx, never_deferred).await
     }
 
     /// How many resources of `kind` fakecloud holds.
@@ -180,6 +181,12 @@ fn context(cluster: &Arc<MemoryCluster>) -> Context {
     )
 }
 
+/// The wake of a reconcile the rate cap queues: never made here, as these
+/// flows stay far below the context's 1,000 reconciles a second.
+fn never_deferred() -> Wake {
+    panic!("a flow reached the reconcile-rate cap")
+}
+
 fn key<K: ManagedKind>(name: &str) -> ObjectKey {
     ObjectKey::of::<K>(None, name)
 }
@@ -251,7 +258,7 @@ async fn a_reconcile_from_a_stale_copy_creates_nothing_and_retries_quietly() {
     // Another replica, with its own cache, reconciles the stale copy: its
     // guarded create-pending is refused (409), and it creates nothing.
     let replica = context(&f.cluster);
-    let outcome = reconcile_once(&stale, &replica).await;
+    let outcome = reconcile_once(&stale, &replica, never_deferred).await;
     assert_eq!(outcome.result, "conflict");
     assert_eq!(outcome.next, Next::After(CONFLICT_RETRY));
     assert_eq!(f.cloud_count(Kind::Vpc).await, 1, "no second VPC");
@@ -267,7 +274,7 @@ async fn a_reconcile_from_a_stale_copy_creates_nothing_and_retries_quietly() {
     let writes = f.cluster.writes();
     // It waits for the watch to deliver the newer copy rather than
     // polling for it.
-    let outcome = reconcile_once(&stale, &f.ctx).await;
+    let outcome = reconcile_once(&stale, &f.ctx, never_deferred).await;
     assert_eq!(outcome.result, "conflict");
     assert_eq!(outcome.next, Next::After(CATCH_UP_LIMIT));
     assert_eq!(f.cluster.writes(), writes);

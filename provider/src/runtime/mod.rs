@@ -20,7 +20,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::channel::mpsc::UnboundedSender;
 use futures::{StreamExt, TryStreamExt, future};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, WatchStreamExt, reflector, watcher};
 use kube::{Api, ResourceExt};
 
@@ -32,7 +34,7 @@ pub use kind::{Created, ManagedKind, Readiness};
 pub use session::{Details, Session};
 
 use crate::metrics::Metrics;
-use crate::rate_limit::LaneLimiter;
+use crate::rate_limit::{LaneLimiter, Wake};
 use error::ExternalError;
 
 /// The field manager of every server-side apply the provider makes.
@@ -113,6 +115,25 @@ impl Context {
     }
 }
 
+/// What the reconciles of one kind's controller share: the process's
+/// [`Context`], and the trigger that starts an object's reconcile when
+/// the rate cap's slot for it comes ([`crate::rate_limit::LaneLimiter`]).
+pub struct ControllerContext<K: ManagedKind> {
+    pub ctx: Arc<Context>,
+    trigger: UnboundedSender<ObjectRef<K>>,
+}
+
+impl<K: ManagedKind> ControllerContext<K> {
+    /// The wake of `mr`: a send of its reference to the controller.
+    fn wake(&self, mr: &K) -> Wake {
+        let (trigger, target) = (self.trigger.clone(), ObjectRef::from_obj(mr));
+        Box::new(move || {
+            // An error means the controller has stopped: nothing to wake.
+            let _ = trigger.unbounded_send(target);
+        })
+    }
+}
+
 /// Runs the controller of kind `K`, watching through `kube`, until
 /// `shutdown` resolves; in-flight reconciles finish first.
 ///
@@ -139,12 +160,15 @@ pub async fn run_controller<K: ManagedKind>(
             };
             future::ready(triggers)
         });
+    let (wake, woken) = futures::channel::mpsc::unbounded();
+    let controller = Arc::new(ControllerContext { ctx, trigger: wake });
     Controller::for_stream(trigger, reader)
+        .reconcile_on(woken)
         .graceful_shutdown_on(shutdown)
         .run(
             reconcile::reconcile::<K>,
             |_, never, _| match *never {},
-            ctx,
+            controller,
         )
         .for_each(|result| async move {
             if let Err(error) = result {

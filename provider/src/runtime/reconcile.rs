@@ -30,14 +30,14 @@ use super::error::ReconcileError;
 use super::kind::{Created, ManagedKind, Readiness, non_cloud_fields};
 use super::references::Resolver;
 use super::session::Session;
-use super::{CATCH_UP_LIMIT, CONFLICT_RETRY, Context, EventType};
+use super::{CATCH_UP_LIMIT, CONFLICT_RETRY, Context, ControllerContext, EventType};
 use crate::fields::{late_initialize, merge_init_under, without_keys};
 use crate::plan::{
     self, CreateMarks, DeleteStep, Observed, RecordCreated, Step, delete_step, idempotency_key,
     live_step,
 };
 use crate::policy::{self, Mode, orphans_on_delete};
-use crate::rate_limit::Lane;
+use crate::rate_limit::{Admission, Lane, Wake};
 
 /// The status as JSON-backed generic data, so one code path serves all kinds.
 type Status = ManagedStatus<Value>;
@@ -49,11 +49,17 @@ type Status = ManagedStatus<Value>;
 pub enum Never {}
 
 /// Entry point for kube's `Controller::run`.
-pub async fn reconcile<K: ManagedKind>(mr: Arc<K>, ctx: Arc<Context>) -> Result<Action, Never> {
-    Ok(match reconcile_once(&*mr, &ctx).await.next {
-        Next::After(wait) => Action::requeue(wait),
-        Next::Change => Action::await_change(),
-    })
+pub async fn reconcile<K: ManagedKind>(
+    mr: Arc<K>,
+    controller: Arc<ControllerContext<K>>,
+) -> Result<Action, Never> {
+    let wake = || controller.wake(&*mr);
+    Ok(
+        match reconcile_once(&*mr, &controller.ctx, wake).await.next {
+            Next::After(wait) => Action::requeue(wait),
+            Next::Change => Action::await_change(),
+        },
+    )
 }
 
 /// When a resource is reconciled again.
@@ -71,12 +77,19 @@ pub struct Outcome {
     pub next: Next,
     /// The `result` label of `reconciles_total` (`success`, `paused`,
     /// `conflict`, `error`), or `backoff` when a backoff skipped the
-    /// reconcile: that one is not counted, as it did nothing.
+    /// reconcile or `deferred` when the rate cap queued it: those are not
+    /// counted, as they did nothing.
     pub result: &'static str,
 }
 
-/// One reconcile of `mr`, the copy the caller holds.
-pub async fn reconcile_once<K: ManagedKind>(mr: &K, ctx: &Context) -> Outcome {
+/// One reconcile of `mr`, the copy the caller holds. If the rate cap has
+/// no slot for it now, it ends at once and `wake` makes what starts the
+/// object's next reconcile when the slot comes.
+pub async fn reconcile_once<K: ManagedKind>(
+    mr: &K,
+    ctx: &Context,
+    wake: impl FnOnce() -> Wake,
+) -> Outcome {
     let key = mr.uid().unwrap_or_default();
     let intent = intent_of(mr);
     if let Some(wait) = ctx.backoff.remaining(&key, &intent) {
@@ -85,25 +98,31 @@ pub async fn reconcile_once<K: ManagedKind>(mr: &K, ctx: &Context) -> Outcome {
             result: "backoff",
         };
     }
-    if let Some(version) = mr.resource_version() {
-        if let Some(lag) = ctx.own_writes.lag(&key, &version) {
-            // Our cache has not caught up with our own last write: any
-            // guarded write from this copy would be refused. Make no call;
-            // the watch event of the newer copy wakes the next reconcile.
-            ctx.metrics
-                .record_reconcile(&K::kind(&()), "conflict", Duration::ZERO);
-            let wait = match lag {
-                Lag::CaughtUp => Duration::ZERO,
-                Lag::Waiting => CATCH_UP_LIMIT,
-            };
-            return Outcome {
-                next: Next::After(wait),
-                result: "conflict",
-            };
-        }
-        ctx.own_writes.handled(&key, &version);
+    let version = mr.resource_version();
+    if let Some(lag) = version.as_ref().and_then(|v| ctx.own_writes.lag(&key, v)) {
+        // Our cache has not caught up with our own last write: any guarded
+        // write from this copy would be refused. Make no call; the watch
+        // event of the newer copy wakes the next reconcile.
+        ctx.metrics
+            .record_reconcile(&K::kind(&()), "conflict", Duration::ZERO);
+        let wait = match lag {
+            Lag::CaughtUp => Duration::ZERO,
+            Lag::Waiting => CATCH_UP_LIMIT,
+        };
+        return Outcome {
+            next: Next::After(wait),
+            result: "conflict",
+        };
     }
-    ctx.limiter.acquire(lane_of(mr)).await;
+    if ctx.limiter.admit(&key, lane_of(mr), wake) == Admission::Later {
+        return Outcome {
+            next: Next::Change,
+            result: "deferred",
+        };
+    }
+    if let Some(version) = &version {
+        ctx.own_writes.handled(&key, version);
+    }
     let kind = K::kind(&()).into_owned();
     if let Some(latency) = ctx.activations.first_reconcile(&kind) {
         ctx.metrics
@@ -121,51 +140,56 @@ pub async fn reconcile_once<K: ManagedKind>(mr: &K, ctx: &Context) -> Outcome {
     if let Some(external) = mr.annotations().get(EXTERNAL_NAME_ANNOTATION) {
         span.record("external_name", external.as_str());
     }
-    async move {
-        let timer = std::time::Instant::now();
-        let mut run = Run::new(mr.clone(), ctx);
-        let result = run.steps().await;
-        let (mut action, mut outcome) = match result {
-            Ok(action) => {
-                ctx.backoff.succeeded(&key);
-                (action, if run.paused { "paused" } else { "success" })
+    // Boxed, so that a reconcile the rate cap defers (thousands at once on
+    // a cold start) is a small task: this part's state is most of a
+    // reconcile's size (about 7 KB), and it is allocated only once admitted.
+    Box::pin(
+        async move {
+            let timer = std::time::Instant::now();
+            let mut run = Run::new(mr.clone(), ctx);
+            let result = run.steps().await;
+            let (mut action, mut outcome) = match result {
+                Ok(action) => {
+                    ctx.backoff.succeeded(&key);
+                    (action, if run.paused { "paused" } else { "success" })
+                }
+                Err(error) if error.is_conflict() => {
+                    // Our informer's copy was older than a write we just made;
+                    // nothing failed, so no condition, no event, no backoff:
+                    // look again shortly with a fresh copy.
+                    tracing::debug!(error = %error, "stale copy; retrying");
+                    run.status = run.original.clone();
+                    (Next::After(CONFLICT_RETRY), "conflict")
+                }
+                Err(error) => {
+                    warn!(error = %error, "reconcile failed");
+                    run.status
+                        .set_condition(Condition::reconcile_error(error.to_string()));
+                    run.event(EventType::Warning, "ReconcileError", &error.to_string())
+                        .await;
+                    (Next::After(ctx.backoff.failed(&key, intent)), "error")
+                }
+            };
+            match run.write_status().await {
+                Ok(()) => {}
+                Err(kube::Error::Api(status)) if status.code == 409 => {
+                    // Someone wrote since our copy was read (another replica,
+                    // the user): this status may be stale, so it is not written;
+                    // look again shortly, as for any conflict.
+                    tracing::debug!("status computed from a stale copy; retrying");
+                    (action, outcome) = (Next::After(CONFLICT_RETRY), "conflict");
+                }
+                Err(error) => warn!(error = %error, "cannot write status"),
             }
-            Err(error) if error.is_conflict() => {
-                // Our informer's copy was older than a write we just made;
-                // nothing failed, so no condition, no event, no backoff:
-                // look again shortly with a fresh copy.
-                tracing::debug!(error = %error, "stale copy; retrying");
-                run.status = run.original.clone();
-                (Next::After(CONFLICT_RETRY), "conflict")
+            ctx.metrics
+                .record_reconcile(&kind, outcome, timer.elapsed());
+            Outcome {
+                next: action,
+                result: outcome,
             }
-            Err(error) => {
-                warn!(error = %error, "reconcile failed");
-                run.status
-                    .set_condition(Condition::reconcile_error(error.to_string()));
-                run.event(EventType::Warning, "ReconcileError", &error.to_string())
-                    .await;
-                (Next::After(ctx.backoff.failed(&key, intent)), "error")
-            }
-        };
-        match run.write_status().await {
-            Ok(()) => {}
-            Err(kube::Error::Api(status)) if status.code == 409 => {
-                // Someone wrote since our copy was read (another replica,
-                // the user): this status may be stale, so it is not written;
-                // look again shortly, as for any conflict.
-                tracing::debug!("status computed from a stale copy; retrying");
-                (action, outcome) = (Next::After(CONFLICT_RETRY), "conflict");
-            }
-            Err(error) => warn!(error = %error, "cannot write status"),
         }
-        ctx.metrics
-            .record_reconcile(&kind, outcome, timer.elapsed());
-        Outcome {
-            next: action,
-            result: outcome,
-        }
-    }
-    .instrument(span)
+        .instrument(span),
+    )
     .await
 }
 
