@@ -21,7 +21,9 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::{StreamExt, future};
-use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams, Resource};
+use kube::api::{
+    ApiResource, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams, PostParams, Resource,
+};
 use kube::core::Status;
 use kube::runtime::reflector::{ObjectRef, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -149,9 +151,37 @@ pub struct KubeCluster {
 /// fails: the provider cannot list or watch what it reads.
 const CACHE_SYNC: Duration = Duration::from_secs(10);
 
-/// What one watch cache covers: a resource, and for a namespaced object its
-/// namespace and name.
-type CacheKey = (String, String, Option<String>, Option<String>);
+/// What one watch cache covers: a resource, for a namespaced object its
+/// namespace and name, and what it keeps.
+type CacheKey = (String, String, Option<String>, Option<String>, Keep);
+
+/// What a watch cache keeps of each object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Keep {
+    /// The object, less its `managedFields`: for [`Cluster::get_watched`].
+    Object,
+    /// Its name, namespace and labels alone: for [`Cluster::count_watched`],
+    /// which matches labels and nothing else. A ProviderConfigUsage is
+    /// mostly its spec (which resource uses which config); at 10,000
+    /// resources that is 10,000 specs the provider would hold for nothing.
+    Labels,
+}
+
+/// `object` with only what a [`Keep::Labels`] cache needs: its identity
+/// (name, namespace, uid, resourceVersion, for the cache's bookkeeping)
+/// and its labels.
+fn labels_only(object: &mut DynamicObject) {
+    let meta = std::mem::take(&mut object.metadata);
+    object.metadata = ObjectMeta {
+        name: meta.name,
+        namespace: meta.namespace,
+        uid: meta.uid,
+        resource_version: meta.resource_version,
+        labels: meta.labels,
+        ..ObjectMeta::default()
+    };
+    object.data = Value::Object(serde_json::Map::new());
+}
 
 /// The watch caches behind [`Cluster::get_watched`] and
 /// [`Cluster::count_watched`], started on first use
@@ -180,14 +210,16 @@ impl KubeCluster {
         }
     }
 
-    /// The watch cache that holds `key`, started when there is none yet.
-    fn store(&self, key: &ObjectKey) -> Store<DynamicObject> {
+    /// The watch cache that holds `key`, keeping `keep` of each object,
+    /// started when there is none yet.
+    fn store(&self, key: &ObjectKey, keep: Keep) -> Store<DynamicObject> {
         let name = key.namespace.as_ref().map(|_| key.name.clone());
         let cache: CacheKey = (
             key.resource.api_version.clone(),
             key.resource.kind.clone(),
             key.namespace.clone(),
             name.clone(),
+            keep,
         );
         let mut stores = self.caches.stores.lock().expect("cache lock poisoned");
         if let Some(store) = stores.get(&cache) {
@@ -201,7 +233,10 @@ impl KubeCluster {
         }
         let watch = watcher(self.api(key), config)
             .default_backoff()
-            .modify(|object: &mut DynamicObject| object.managed_fields_mut().clear())
+            .modify(move |object: &mut DynamicObject| match keep {
+                Keep::Object => object.managed_fields_mut().clear(),
+                Keep::Labels => labels_only(object),
+            })
             .reflect(writer)
             .for_each(|_| future::ready(()));
         let task = tokio::spawn(watch);
@@ -216,8 +251,12 @@ impl KubeCluster {
 
     /// [`KubeCluster::store`], once it has listed: a 504 when it has not
     /// within [`CACHE_SYNC`].
-    async fn synced_store(&self, key: &ObjectKey) -> Result<Store<DynamicObject>, kube::Error> {
-        let store = self.store(key);
+    async fn synced_store(
+        &self,
+        key: &ObjectKey,
+        keep: Keep,
+    ) -> Result<Store<DynamicObject>, kube::Error> {
+        let store = self.store(key, keep);
         if !matches!(
             tokio::time::timeout(CACHE_SYNC, store.wait_until_ready()).await,
             Ok(Ok(()))
@@ -261,7 +300,7 @@ impl Cluster for KubeCluster {
         key: &'a ObjectKey,
     ) -> BoxFuture<'a, Result<Option<Value>, kube::Error>> {
         Box::pin(async move {
-            let store = self.synced_store(key).await?;
+            let store = self.synced_store(key, Keep::Object).await?;
             let mut reference = ObjectRef::new_with(&key.name, key.resource.clone());
             if let Some(namespace) = &key.namespace {
                 reference = reference.within(namespace);
@@ -285,7 +324,7 @@ impl Cluster for KubeCluster {
                 name: String::new(),
             };
             Ok(self
-                .synced_store(&whole)
+                .synced_store(&whole, Keep::Labels)
                 .await?
                 .state()
                 .iter()
@@ -391,6 +430,38 @@ mod tests {
         assert!(!selector_matches(
             &labels,
             "fakecloud.crossplane.io/provider-config=defaul"
+        ));
+    }
+
+    #[test]
+    fn a_counting_cache_keeps_identity_and_labels_alone() {
+        let mut usage: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "fakecloud.crossplane.io/v1alpha1",
+            "kind": "ProviderConfigUsage",
+            "metadata": {
+                "name": "u1", "uid": "abc", "resourceVersion": "7",
+                "labels": { "fakecloud.crossplane.io/provider-config": "default" },
+                "annotations": { "note": "x" },
+                "ownerReferences": [{ "apiVersion": "v1", "kind": "ConfigMap",
+                                      "name": "o", "uid": "u" }],
+            },
+            "providerConfigRef": { "name": "default" },
+            "resourceRef": { "apiVersion": "v1", "kind": "VPC", "name": "net" },
+        }))
+        .unwrap();
+        labels_only(&mut usage);
+        let kept = serde_json::to_value(&usage).unwrap();
+        assert_eq!(
+            kept["metadata"],
+            serde_json::json!({
+                "name": "u1", "uid": "abc", "resourceVersion": "7",
+                "labels": { "fakecloud.crossplane.io/provider-config": "default" },
+            })
+        );
+        assert!(kept.get("resourceRef").is_none(), "{kept}");
+        assert!(selector_matches(
+            usage.labels(),
+            "fakecloud.crossplane.io/provider-config=default"
         ));
     }
 }

@@ -40,6 +40,9 @@ use error::ExternalError;
 /// The field manager of every server-side apply the provider makes.
 pub const FIELD_MANAGER: &str = "fakecloud-provider";
 
+/// Where `kubectl apply` keeps the last object it applied.
+const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
 /// How soon a reconcile that met a resourceVersion conflict (its copy was
 /// stale) runs again, in every controller: quietly, without a backoff.
 pub const CONFLICT_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
@@ -137,8 +140,9 @@ impl<K: ManagedKind> ControllerContext<K> {
 /// Runs the controller of kind `K`, watching through `kube`, until
 /// `shutdown` resolves; in-flight reconciles finish first.
 ///
-/// The watch keeps no `managedFields` (the reconciler never reads them, and
-/// they are most of an object's size), and drops the echoes of this
+/// The watch keeps no `managedFields` and no `kubectl apply` copy of the
+/// object (the reconciler reads neither, and they are most of an object's
+/// size: the copy repeats the whole spec), and drops the echoes of this
 /// process's own writes, except the one a reconcile waits for ([`echo`]).
 pub async fn run_controller<K: ManagedKind>(
     ctx: Arc<Context>,
@@ -150,7 +154,10 @@ pub async fn run_controller<K: ManagedKind>(
     let filter_ctx = ctx.clone();
     let trigger = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
-        .modify(|mr: &mut K| mr.managed_fields_mut().clear())
+        .modify(|mr: &mut K| {
+            mr.managed_fields_mut().clear();
+            mr.annotations_mut().remove(LAST_APPLIED_ANNOTATION);
+        })
         .reflect(writer)
         .applied_objects()
         .try_filter(move |mr| {
