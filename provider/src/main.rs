@@ -10,7 +10,10 @@ use tracing_subscriber::EnvFilter;
 
 /// mimalloc instead of glibc's malloc: at 10,000 resources about 44 % of a
 /// steady reconcile's CPU was glibc's allocator (perf), and its free lists
-/// kept the cold start's peak as RSS.
+/// kept the cold start's peak as RSS. Built without transparent huge pages
+/// (`no_thp`): mimalloc otherwise asks for them on its arenas, and each
+/// touched 2 MiB page counted whole (at 1,000 VPCs: idle RSS 25.9 MiB, peak
+/// 83.9; without them 15.9 and 56.1).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
