@@ -280,7 +280,11 @@ impl KubeCluster {
     }
 }
 
-fn json(object: DynamicObject) -> Result<Value, kube::Error> {
+/// `object` as JSON, less its `managedFields`: nothing the provider reads,
+/// and most of a written object's size (an entry per field manager), which
+/// a reconcile would otherwise hold from each write to its end.
+fn json(mut object: DynamicObject) -> Result<Value, kube::Error> {
+    object.managed_fields_mut().clear();
     serde_json::to_value(object).map_err(kube::Error::SerdeError)
 }
 
