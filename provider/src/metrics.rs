@@ -41,6 +41,13 @@ pub struct KubeWriteLabels {
     pub target: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LaneLabels {
+    /// The reconcile-rate cap's queue: `poll` (a settled resource's
+    /// periodic look) or `work` (everything else).
+    pub lane: String,
+}
+
 /// The provider's metric families, cheap to clone (shared handles).
 #[derive(Clone)]
 pub struct Metrics {
@@ -54,6 +61,13 @@ pub struct Metrics {
     pub time_to_ready: Family<KindLabels, Histogram>,
     pub active_controllers: Family<KindLabels, Gauge>,
     pub activation_latency: Family<KindLabels, Histogram>,
+    /// Reconciles the rate cap admitted, by lane: the poll lane's rate
+    /// during a burst of new resources shows whether polls starve.
+    pub rate_limit_slots: Family<LaneLabels, Counter>,
+    /// Objects queued for a slot of the rate cap, by lane: a poll lane
+    /// that never empties says `--max-reconcile-rate` x `--poll-interval`
+    /// is below the number of resources.
+    pub rate_limit_waiting: Family<LaneLabels, Gauge>,
 }
 
 fn seconds_histogram() -> Histogram {
@@ -79,6 +93,8 @@ impl Metrics {
         let active_controllers = Family::default();
         let activation_latency =
             Family::new_with_constructor(seconds_histogram as fn() -> Histogram);
+        let rate_limit_slots = Family::default();
+        let rate_limit_waiting = Family::default();
         registry.register(
             "reconciles",
             "Reconciles by kind and result",
@@ -114,6 +130,16 @@ impl Metrics {
             "From a CRD becoming Established to the first reconcile of its kind",
             activation_latency.clone(),
         );
+        registry.register(
+            "rate_limit_slots",
+            "Reconciles admitted by the global reconcile-rate cap, by lane",
+            rate_limit_slots.clone(),
+        );
+        registry.register(
+            "rate_limit_waiting",
+            "Objects queued for a slot of the global reconcile-rate cap, by lane",
+            rate_limit_waiting.clone(),
+        );
         Self {
             registry: Arc::new(registry),
             reconciles,
@@ -123,6 +149,8 @@ impl Metrics {
             time_to_ready,
             active_controllers,
             activation_latency,
+            rate_limit_slots,
+            rate_limit_waiting,
         }
     }
 

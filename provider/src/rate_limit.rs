@@ -12,9 +12,13 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+
+use crate::metrics::{LaneLabels, Metrics};
 
 pub struct RateLimiter {
     interval: Duration,
@@ -74,18 +78,65 @@ pub enum Lane {
     Work,
 }
 
+impl Lane {
+    fn label(self) -> LaneLabels {
+        let lane = match self {
+            Lane::Poll => "poll",
+            Lane::Work => "work",
+        };
+        LaneLabels {
+            lane: lane.to_owned(),
+        }
+    }
+}
+
+/// One lane's metrics: slots handed out, and objects waiting.
+struct LaneMetrics {
+    slots: Counter,
+    waiting: Gauge,
+}
+
+impl LaneMetrics {
+    fn new(metrics: &Metrics, lane: Lane) -> Self {
+        Self {
+            slots: metrics
+                .rate_limit_slots
+                .get_or_create(&lane.label())
+                .clone(),
+            waiting: metrics
+                .rate_limit_waiting
+                .get_or_create(&lane.label())
+                .clone(),
+        }
+    }
+}
+
 /// Starts a deferred object's reconcile again once its slot comes; in the
 /// provider, a send to its controller's trigger stream.
 pub type Wake = Box<dyn FnOnce() + Send>;
 
 /// What [`LaneLimiter::admit`] decided for one reconcile.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Admission {
-    /// Go on: a slot was free, or this object's queued slot has come.
-    Now,
+    /// Go on: a slot was free, or this object's queued slot has come. The
+    /// reconcile counts as in flight until the permit is dropped.
+    Now(Permit),
     /// The object waits in its lane (queued now or already); the reconcile
     /// ends, and the object's wake starts the next one when its slot comes.
     Later,
+}
+
+/// A reconcile in flight; dropping it makes room for the next.
+#[derive(Debug)]
+pub struct Permit {
+    shared: Arc<Shared>,
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        self.shared.queues.lock().expect("queues lock").in_flight -= 1;
+        self.shared.finished.notify_one();
+    }
 }
 
 /// The reconcile-rate cap with two queues, so that a burst of new resources
@@ -103,6 +154,14 @@ pub enum Admission {
 /// waiting in flight cost CPU quadratic in their number (measured: 57 % of
 /// a core holding 10,000 resources at a rate below what their polling
 /// needs); a queued key costs a few bytes and nothing per slot.
+///
+/// The cap also bounds the reconciles in flight to the same number, as
+/// crossplane-runtime's providers set `MaxConcurrentReconciles` to
+/// `--max-reconcile-rate`: a slot is handed out only while fewer are in
+/// flight. Without that bound, reconciles admitted faster than the API
+/// server's request limits let them finish piled up (about 2,700 at once
+/// during a 3,000-VPC cold start, each holding its copies of the object),
+/// and the cold start's memory grew with the number of resources.
 pub struct LaneLimiter {
     shared: Arc<Shared>,
     dispatcher: OnceLock<JoinHandle<()>>,
@@ -110,9 +169,40 @@ pub struct LaneLimiter {
 
 struct Shared {
     rate: RateLimiter,
+    /// At most this many reconciles in flight.
+    max_in_flight: usize,
     queues: Mutex<Queues>,
     /// Raised when an object joins a queue.
     joined: Notify,
+    /// Raised when a reconcile in flight ends.
+    finished: Notify,
+    poll: LaneMetrics,
+    work: LaneMetrics,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("max_in_flight", &self.max_in_flight)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Shared {
+    /// Counts one more reconcile in flight.
+    fn permit(self: &Arc<Self>, queues: &mut Queues) -> Admission {
+        queues.in_flight += 1;
+        Admission::Now(Permit {
+            shared: self.clone(),
+        })
+    }
+
+    fn metrics(&self, lane: Lane) -> &LaneMetrics {
+        match lane {
+            Lane::Poll => &self.poll,
+            Lane::Work => &self.work,
+        }
+    }
 }
 
 struct Waiter {
@@ -141,6 +231,8 @@ struct Queues {
     granted: HashMap<String, Instant>,
     /// The size of `granted` at which stale slots are next dropped.
     prune_at: usize,
+    /// Reconciles admitted and not yet ended.
+    in_flight: usize,
 }
 
 impl Queues {
@@ -148,8 +240,8 @@ impl Queues {
         self.poll.is_empty() && self.work.is_empty()
     }
 
-    /// The next waiter: alternating while both lanes wait.
-    fn pop(&mut self) -> Option<Waiter> {
+    /// The next waiter and its lane: alternating while both lanes wait.
+    fn pop(&mut self) -> Option<(Lane, Waiter)> {
         let lane = match (self.poll.is_empty(), self.work.is_empty()) {
             (true, true) => return None,
             (false, true) => Lane::Poll,
@@ -163,7 +255,7 @@ impl Queues {
             Lane::Work => self.work.pop_front(),
         }?;
         self.queued.remove(&waiter.key);
-        Some(waiter)
+        Some((lane, waiter))
     }
 
     /// Records that `key`'s slot has come.
@@ -180,34 +272,42 @@ impl Queues {
 
 impl LaneLimiter {
     /// A cap of `per_second` reconciles a second (at least 1), both lanes
-    /// together.
-    pub fn new(per_second: u32) -> Self {
+    /// together, and as many in flight at once; counted in `metrics`.
+    pub fn new(per_second: u32, metrics: &Metrics) -> Self {
         Self {
             shared: Arc::new(Shared {
                 rate: RateLimiter::new(per_second),
+                max_in_flight: per_second.max(1) as usize,
                 queues: Mutex::default(),
                 joined: Notify::new(),
+                finished: Notify::new(),
+                poll: LaneMetrics::new(metrics, Lane::Poll),
+                work: LaneMetrics::new(metrics, Lane::Work),
             }),
             dispatcher: OnceLock::new(),
         }
     }
 
     /// Decides whether a reconcile of the object `key` in `lane` starts
-    /// now: yes if its queued slot has come, or if nothing waits and the
-    /// schedule has a slot free. Otherwise the object is queued (once,
-    /// with the wake `wake` makes) and the answer is
-    /// [`Admission::Later`].
+    /// now: yes if its queued slot has come, or if nothing waits, fewer
+    /// than the cap are in flight and the schedule has a slot free.
+    /// Otherwise the object is queued (once, with the wake `wake` makes)
+    /// and the answer is [`Admission::Later`].
     pub fn admit(&self, key: &str, lane: Lane, wake: impl FnOnce() -> Wake) -> Admission {
         {
             let mut queues = self.shared.queues.lock().expect("queues lock");
             if queues.granted.remove(key).is_some() {
-                return Admission::Now;
+                return self.shared.permit(&mut queues);
             }
             if queues.queued.contains(key) {
                 return Admission::Later;
             }
-            if queues.is_empty() && self.shared.rate.try_acquire() {
-                return Admission::Now;
+            if queues.is_empty()
+                && queues.in_flight < self.shared.max_in_flight
+                && self.shared.rate.try_acquire()
+            {
+                self.shared.metrics(lane).slots.inc();
+                return self.shared.permit(&mut queues);
             }
             let waiter = Waiter {
                 key: key.to_owned(),
@@ -218,6 +318,7 @@ impl LaneLimiter {
                 Lane::Poll => queues.poll.push_back(waiter),
                 Lane::Work => queues.work.push_back(waiter),
             }
+            self.shared.metrics(lane).waiting.inc();
         }
         self.dispatcher
             .get_or_init(|| tokio::spawn(dispatch(self.shared.clone())));
@@ -235,22 +336,28 @@ impl Drop for LaneLimiter {
 }
 
 /// Hands out one slot of the schedule at a time to the next waiting
-/// object, and wakes it.
+/// object, while fewer than the cap are in flight, and wakes it.
 async fn dispatch(shared: Arc<Shared>) {
     loop {
         while shared.queues.lock().expect("queues lock").is_empty() {
             shared.joined.notified().await;
         }
+        while shared.queues.lock().expect("queues lock").in_flight >= shared.max_in_flight {
+            shared.finished.notified().await;
+        }
         shared.rate.acquire().await;
-        let waiter = {
+        let next = {
             let mut queues = shared.queues.lock().expect("queues lock");
-            let waiter = queues.pop();
-            if let Some(waiter) = &waiter {
+            let next = queues.pop();
+            if let Some((_, waiter)) = &next {
                 queues.grant(waiter.key.clone());
             }
-            waiter
+            next
         };
-        if let Some(waiter) = waiter {
+        if let Some((lane, waiter)) = next {
+            let metrics = shared.metrics(lane);
+            metrics.waiting.dec();
+            metrics.slots.inc();
             (waiter.wake)();
         }
     }
@@ -266,15 +373,16 @@ mod tests {
 
     /// A limiter whose one-second burst is spent (its schedule is at
     /// 1.1 s: the burst allows starts up to one second ahead), and the
-    /// channel its wakes report on: `(key, when)`.
+    /// channel its wakes report on: `(key, when)`. It counts in `metrics`.
     fn spent(
         per_second: u32,
+        metrics: &Metrics,
     ) -> (
         LaneLimiter,
         Woken,
         mpsc::UnboundedReceiver<(String, Instant)>,
     ) {
-        let limiter = LaneLimiter::new(per_second);
+        let limiter = LaneLimiter::new(per_second, metrics);
         let mut free = 0;
         while limiter.shared.rate.try_acquire() {
             free += 1;
@@ -296,7 +404,7 @@ mod tests {
         for i in 0..count {
             let key = format!("{prefix}-{i}");
             let admitted = limiter.admit(&key, lane, || wake(tx, &key));
-            assert_eq!(admitted, Admission::Later, "{key} waits");
+            assert!(matches!(admitted, Admission::Later), "{key} waits");
         }
     }
 
@@ -316,7 +424,8 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_waiting_object_is_queued_once_and_goes_on_when_woken() {
-        let (limiter, tx, mut rx) = spent(10);
+        let metrics = Metrics::new();
+        let (limiter, tx, mut rx) = spent(10, &metrics);
         let start = Instant::now();
         let mut made = 0;
         for _ in 0..3 {
@@ -324,21 +433,29 @@ mod tests {
                 made += 1;
                 wake(&tx, "net")
             });
-            assert_eq!(admitted, Admission::Later);
+            assert!(matches!(admitted, Admission::Later));
         }
         assert_eq!(made, 1, "one wake for however many reconciles");
+        assert_eq!(
+            metrics.total_with("provider_rate_limit_waiting", &[("lane", "poll")]),
+            1.0
+        );
         let wakes = woken(&mut rx, 1, start).await;
         assert_eq!(wakes[0].0, "net");
         // The burst is spent: the slot comes one interval (100 ms) later.
         assert_eq!(wakes[0].1, Duration::from_millis(100));
-        assert_eq!(
-            limiter.admit("net", Lane::Poll, || panic!("not queued again")),
-            Admission::Now,
+        assert!(
+            matches!(
+                limiter.admit("net", Lane::Poll, || panic!("not queued again")),
+                Admission::Now(_)
+            ),
             "the woken reconcile takes its slot"
         );
-        assert_eq!(
-            limiter.admit("net", Lane::Poll, || wake(&tx, "net")),
-            Admission::Later,
+        assert!(
+            matches!(
+                limiter.admit("net", Lane::Poll, || wake(&tx, "net")),
+                Admission::Later
+            ),
             "a slot is used once"
         );
         assert!(rx.try_recv().is_err(), "no wake before its time");
@@ -346,7 +463,8 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_burst_of_work_does_not_starve_polls() {
-        let (limiter, tx, mut rx) = spent(10);
+        let metrics = Metrics::new();
+        let (limiter, tx, mut rx) = spent(10, &metrics);
         let start = Instant::now();
         // 100 new resources queue first: at 10/s, 10 s in one FIFO queue.
         queue(&limiter, &tx, Lane::Work, "work", 100);
@@ -375,30 +493,68 @@ mod tests {
             .collect();
         let expected: Vec<_> = (0..100).map(|i| format!("work-{i}")).collect();
         assert_eq!(work, expected);
+        let lane = |family, lane| metrics.total_with(family, &[("lane", lane)]);
+        assert_eq!(lane("provider_rate_limit_slots_total", "poll"), 5.0);
+        assert_eq!(lane("provider_rate_limit_slots_total", "work"), 100.0);
+        assert_eq!(lane("provider_rate_limit_waiting", "work"), 0.0);
     }
 
     #[tokio::test(start_paused = true)]
     async fn nothing_jumps_the_queue_and_a_lane_alone_gets_the_whole_rate() {
-        let (limiter, tx, mut rx) = spent(10);
+        let metrics = Metrics::new();
+        let (limiter, tx, mut rx) = spent(10, &metrics);
         let start = Instant::now();
         queue(&limiter, &tx, Lane::Poll, "poll", 30);
         // Later, a slot is free on the schedule, but objects still wait:
         // a newcomer queues behind them.
         tokio::time::sleep(Duration::from_millis(250)).await;
-        assert_eq!(
+        assert!(matches!(
             limiter.admit("late", Lane::Work, || wake(&tx, "late")),
             Admission::Later
-        );
+        ));
         let wakes = woken(&mut rx, 31, start).await;
         // 31 slots at the full 10/s once the burst is spent.
         assert_eq!(wakes[29].1, Duration::from_millis(3_000));
         assert_eq!(wakes.iter().filter(|(k, _)| k == "late").count(), 1);
         // Nothing waits and the schedule caught up: the next one is free.
         tokio::time::sleep(Duration::from_secs(2)).await;
-        assert_eq!(
+        assert!(matches!(
             limiter.admit("idle", Lane::Poll, || panic!("not queued")),
-            Admission::Now
-        );
+            Admission::Now(_)
+        ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn no_more_reconciles_are_in_flight_than_the_rate() {
+        let metrics = Metrics::new();
+        let limiter = LaneLimiter::new(10, &metrics);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut running: Vec<Permit> = (0..10)
+            .map(|i| {
+                match limiter.admit(&format!("run-{i}"), Lane::Work, || {
+                    panic!("the first ten start at once")
+                }) {
+                    Admission::Now(permit) => permit,
+                    Admission::Later => panic!("run-{i} was deferred"),
+                }
+            })
+            .collect();
+        // The schedule still has a slot of its burst, but ten are in flight.
+        assert!(matches!(
+            limiter.admit("next", Lane::Work, || wake(&tx, "next")),
+            Admission::Later
+        ));
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert!(rx.try_recv().is_err(), "no slot while ten are in flight");
+        let ended = Instant::now();
+        running.pop();
+        let (key, at) = rx.recv().await.expect("a wake");
+        assert_eq!(key, "next");
+        assert_eq!(at, ended, "woken as soon as one ended");
+        assert!(matches!(
+            limiter.admit("next", Lane::Work, || panic!("not queued again")),
+            Admission::Now(_)
+        ));
     }
 
     #[tokio::test(start_paused = true)]

@@ -114,12 +114,13 @@ pub async fn reconcile_once<K: ManagedKind>(
             result: "conflict",
         };
     }
-    if ctx.limiter.admit(&key, lane_of(mr), wake) == Admission::Later {
+    // Held to the end of the reconcile: it counts as in flight until then.
+    let Admission::Now(_in_flight) = ctx.limiter.admit(&key, lane_of(mr), wake) else {
         return Outcome {
             next: Next::Change,
             result: "deferred",
         };
-    }
+    };
     if let Some(version) = &version {
         ctx.own_writes.handled(&key, version);
     }
