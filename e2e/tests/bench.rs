@@ -1,6 +1,6 @@
 //! CI's small instance of the provider benchmark: 100 VPCs applied while
-//! the provider runs, mixed kinds too, and the provider binary measured as
-//! a process of its own. The benchmark itself exits non-zero
+//! the provider runs, mixed kinds too (with a burst of new units on top of
+//! Ready ones), and the provider binary measured as a process of its own. The benchmark itself exits non-zero
 //! unless fakecloud holds exactly one cloud resource per managed resource
 //! and the steady state makes no API write; this test also reads those
 //! figures back from its report.
@@ -47,7 +47,7 @@ fn a_hundred_vpcs_make_a_hundred_cloud_resources_and_a_quiet_steady_state() {
 }
 
 #[test]
-fn mixed_units_applied_before_the_provider_starts_make_one_cloud_resource_each() {
+fn mixed_units_applied_before_the_provider_starts_and_a_burst_after_make_one_cloud_resource_each() {
     let report = bench(&[
         "--count",
         "30",
@@ -57,6 +57,8 @@ fn mixed_units_applied_before_the_provider_starts_make_one_cloud_resource_each()
         "--no-floor",
         "--steady",
         "3s",
+        "--burst",
+        "20",
     ]);
     for kind in ["vpc", "subnet", "databaseInstance"] {
         assert_eq!(
@@ -64,7 +66,14 @@ fn mixed_units_applied_before_the_provider_starts_make_one_cloud_resource_each()
             "30",
             "{report}"
         );
+        // 20 more units applied at once on top of the Ready ones.
+        assert_eq!(
+            figure(&report, &format!("  {kind} in fakecloud after it:")),
+            "50",
+            "{report}"
+        );
     }
+    assert!(report.contains("polls of the Ready ones:"), "{report}");
 }
 
 #[test]

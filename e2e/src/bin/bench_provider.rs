@@ -28,6 +28,11 @@
 //! in the steady state the API reads and writes per minute on what the
 //! provider touches (its kinds, ProviderConfigs, Secrets, Events).
 //!
+//! `--burst M` then applies M more units at once and reports how long they
+//! took to be Ready and how many polls of the Ready ones the rate cap
+//! admitted per second meanwhile, against the steady state's rate: a burst
+//! of new resources must not starve the polling of Ready ones.
+//!
 //! Runs the real control plane and fakecloud (in this process, provisioning
 //! instantly, so the figures are the provider's and the API server's own
 //! cost). The provider runs in-process by default; `--provider-bin` runs
@@ -87,6 +92,11 @@ struct Args {
     /// Skip the floor measurement.
     #[arg(long)]
     no_floor: bool,
+    /// After the steady state, apply this many more units at once and
+    /// report how the polling of the Ready ones held up while the new ones
+    /// became Ready (0: no burst).
+    #[arg(long, default_value_t = 0)]
+    burst: usize,
     /// How long to watch the steady state.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     steady: Duration,
@@ -208,6 +218,9 @@ impl Under {
 /// The provider's counters the benchmark reports, read at one moment.
 struct Counters {
     reconciles: f64,
+    /// Slots of the rate cap's poll lane: the periodic looks at Ready
+    /// resources.
+    polls: f64,
     conflicts: f64,
     cloud_calls: f64,
     writes: f64,
@@ -219,6 +232,11 @@ impl Counters {
         let total = |family| sum_samples(&text, family, &[]);
         Ok(Self {
             reconciles: total("provider_reconciles_total"),
+            polls: sum_samples(
+                &text,
+                "provider_rate_limit_slots_total",
+                &[("lane", "poll")],
+            ),
             conflicts: sum_samples(
                 &text,
                 "provider_reconciles_total",
@@ -284,7 +302,7 @@ async fn main() -> anyhow::Result<()> {
         Some(floor(&world, args.count, args.clients).await?)
     };
 
-    let manifests = units(args.count, args.mix);
+    let manifests = units("bench", args.count, args.mix);
     let total = manifests.len();
     let mut replicas = Vec::new();
     let before_api = apiserver_requests(&world).await?;
@@ -333,6 +351,10 @@ async fn main() -> anyhow::Result<()> {
     let steady_writes = steady_counters.writes - counters.writes;
     let steady_reconciles = steady_counters.reconciles - counters.reconciles;
     let steady_peak_rss = under.peak_rss(steady_start);
+    let burst = match args.burst {
+        0 => None,
+        count => Some(burst(&under, &world, &args, total, count).await?),
+    };
 
     let n = total as f64;
     let delta = |before: &Requests, after: &Requests, f: &dyn Fn(&Request) -> bool| -> f64 {
@@ -456,6 +478,21 @@ async fn main() -> anyhow::Result<()> {
             peak as f64 / MIB
         );
     }
+    if let Some(burst) = &burst {
+        println!(
+            "burst:                         {} more applied at once, all Ready in {:.2?}",
+            burst.resources, burst.took
+        );
+        println!(
+            "  polls of the Ready ones:     {:.1}/s during the burst, {:.1}/s in the steady state",
+            burst.polls_per_second,
+            (steady_counters.polls - counters.polls) / steady_elapsed.as_secs_f64()
+        );
+        for (kind, count) in &burst.in_cloud {
+            let label = format!("  {} in fakecloud after it:", kind.as_str());
+            println!("{label:<40} {count}");
+        }
+    }
     for (kind, count) in &in_cloud {
         println!("{:<31}{count}", format!("{} in fakecloud:", kind.as_str()));
     }
@@ -476,7 +513,60 @@ async fn main() -> anyhow::Result<()> {
         steady_writes == 0.0,
         "{steady_writes} API writes in the steady state"
     );
+    if let Some(burst) = burst {
+        for (kind, count) in burst.in_cloud {
+            anyhow::ensure!(
+                count == args.count + args.burst,
+                "after the burst fakecloud holds {count} {} for {} managed resources",
+                kind.as_str(),
+                args.count + args.burst
+            );
+        }
+    }
     Ok(())
+}
+
+/// What a burst of new resources on top of Ready ones showed.
+struct Burst {
+    resources: usize,
+    took: Duration,
+    /// Poll-lane slots a second while the burst was becoming Ready.
+    polls_per_second: f64,
+    in_cloud: Vec<(Kind, usize)>,
+}
+
+/// Applies `count` more units on top of the `ready` Ready resources and
+/// waits until every one is Ready, counting the poll lane's slots
+/// meanwhile: a cap that let the burst starve the polling would show
+/// (nearly) none.
+async fn burst(
+    under: &Under,
+    world: &World,
+    args: &Args,
+    ready: usize,
+    count: usize,
+) -> anyhow::Result<Burst> {
+    let manifests = units("burst", count, args.mix);
+    let resources = manifests.len();
+    let watching = tokio::spawn(count_ready(world.kube(), args.mix, ready + resources));
+    let before = Counters::read(under, world).await?;
+    let start = Instant::now();
+    apply_all(world, manifests, args.clients).await?;
+    tokio::time::timeout(Duration::from_secs(3600), watching)
+        .await
+        .map_err(|_| anyhow::anyhow!("the burst was not all Ready within an hour"))???;
+    let took = start.elapsed();
+    let after = Counters::read(under, world).await?;
+    let mut in_cloud = Vec::new();
+    for kind in kinds(args.mix) {
+        in_cloud.push((kind, world.admin.resources(Some(kind), None).await?.len()));
+    }
+    Ok(Burst {
+        resources,
+        took,
+        polls_per_second: (after.polls - before.polls) / took.as_secs_f64(),
+        in_cloud,
+    })
 }
 
 /// How long the provider must write nothing before the steady state starts.
@@ -526,12 +616,13 @@ fn kinds(mix: bool) -> Vec<Kind> {
     }
 }
 
-/// The manifests of `count` units, each labelled `bench=provider`.
-fn units(count: usize, mix: bool) -> Vec<(Kind, Value)> {
+/// The manifests of `count` units named `{prefix}-NNNNN`, each labelled
+/// `bench=provider`.
+fn units(prefix: &str, count: usize, mix: bool) -> Vec<(Kind, Value)> {
     let metadata = |name: String| json!({ "name": name, "labels": { LABEL: "provider" } });
     let mut out = Vec::new();
     for i in 0..count {
-        let vpc = format!("bench-{i:05}");
+        let vpc = format!("{prefix}-{i:05}");
         out.push((
             Kind::Vpc,
             json!({
