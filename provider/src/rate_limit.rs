@@ -38,30 +38,28 @@ impl RateLimiter {
         }
     }
 
-    /// Reserves the next slot and returns how long until it starts.
-    fn reserve(&self) -> Duration {
+    /// Reserves the next slot and returns how long until it starts; with
+    /// `only_if_free`, reserves nothing (`None`) unless it starts now.
+    fn reserve(&self, only_if_free: bool) -> Option<Duration> {
         let mut next = self.next.lock().expect("rate lock");
         let now = Instant::now();
         let start = (*next).max(now);
+        let wait = start.saturating_duration_since(now + self.burst);
+        if only_if_free && !wait.is_zero() {
+            return None;
+        }
         *next = start + self.interval;
-        start.saturating_duration_since(now + self.burst)
+        Some(wait)
     }
 
     /// Takes a slot if one is free now, without waiting.
     fn try_acquire(&self) -> bool {
-        let mut next = self.next.lock().expect("rate lock");
-        let now = Instant::now();
-        let start = (*next).max(now);
-        if start > now + self.burst {
-            return false;
-        }
-        *next = start + self.interval;
-        true
+        self.reserve(true).is_some()
     }
 
     /// Waits until this caller may start.
     pub async fn acquire(&self) {
-        let wait = self.reserve();
+        let wait = self.reserve(false).unwrap_or_default();
         if !wait.is_zero() {
             tokio::time::sleep(wait).await;
         }
@@ -116,7 +114,6 @@ impl LaneMetrics {
 pub type Wake = Box<dyn FnOnce() + Send>;
 
 /// What [`LaneLimiter::admit`] decided for one reconcile.
-#[derive(Debug)]
 pub enum Admission {
     /// Go on: a slot was free, or this object's queued slot has come. The
     /// reconcile counts as in flight until the permit is dropped.
@@ -127,7 +124,6 @@ pub enum Admission {
 }
 
 /// A reconcile in flight; dropping it makes room for the next.
-#[derive(Debug)]
 pub struct Permit {
     shared: Arc<Shared>,
 }
@@ -178,14 +174,6 @@ struct Shared {
     finished: Notify,
     poll: LaneMetrics,
     work: LaneMetrics,
-}
-
-impl std::fmt::Debug for Shared {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared")
-            .field("max_in_flight", &self.max_in_flight)
-            .finish_non_exhaustive()
-    }
 }
 
 impl Shared {

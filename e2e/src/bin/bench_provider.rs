@@ -323,17 +323,12 @@ async fn main() -> anyhow::Result<()> {
         start = Instant::now();
         apply_all(&world, manifests, args.clients).await?;
     }
-    tokio::time::timeout(Duration::from_secs(3600), watching)
-        .await
-        .map_err(|_| anyhow::anyhow!("not all Ready within an hour"))???;
+    within_an_hour(watching, "not all Ready").await?;
     let all_ready = start.elapsed();
     let after_api = apiserver_requests(&world).await?;
     let peak_rss = under.peak_rss(start);
 
-    let mut in_cloud = Vec::new();
-    for kind in kinds(args.mix) {
-        in_cloud.push((kind, world.admin.resources(Some(kind), None).await?.len()));
-    }
+    let in_cloud = in_cloud(&world, args.mix).await?;
 
     // Ready is not the end of a create's writes (late initialisation
     // follows, and the ProviderConfig's recount), so the steady state starts
@@ -552,21 +547,35 @@ async fn burst(
     let before = Counters::read(under, world).await?;
     let start = Instant::now();
     apply_all(world, manifests, args.clients).await?;
-    tokio::time::timeout(Duration::from_secs(3600), watching)
-        .await
-        .map_err(|_| anyhow::anyhow!("the burst was not all Ready within an hour"))???;
+    within_an_hour(watching, "the burst was not all Ready").await?;
     let took = start.elapsed();
     let after = Counters::read(under, world).await?;
-    let mut in_cloud = Vec::new();
-    for kind in kinds(args.mix) {
-        in_cloud.push((kind, world.admin.resources(Some(kind), None).await?.len()));
-    }
     Ok(Burst {
         resources,
         took,
         polls_per_second: (after.polls - before.polls) / took.as_secs_f64(),
-        in_cloud,
+        in_cloud: in_cloud(world, args.mix).await?,
     })
+}
+
+/// Waits for a [`count_ready`] task; `failure` says what did not happen
+/// within an hour.
+async fn within_an_hour(
+    watching: tokio::task::JoinHandle<anyhow::Result<()>>,
+    failure: &str,
+) -> anyhow::Result<()> {
+    tokio::time::timeout(Duration::from_secs(3600), watching)
+        .await
+        .map_err(|_| anyhow::anyhow!("{failure} within an hour"))??
+}
+
+/// How many cloud resources of each benchmarked kind fakecloud holds.
+async fn in_cloud(world: &World, mix: bool) -> anyhow::Result<Vec<(Kind, usize)>> {
+    let mut counts = Vec::new();
+    for kind in kinds(mix) {
+        counts.push((kind, world.admin.resources(Some(kind), None).await?.len()));
+    }
+    Ok(counts)
 }
 
 /// How long the provider must write nothing before the steady state starts.

@@ -122,7 +122,7 @@ impl Context {
 /// [`Context`], and the trigger that starts an object's reconcile when
 /// the rate cap's slot for it comes ([`crate::rate_limit::LaneLimiter`]).
 pub struct ControllerContext<K: ManagedKind> {
-    pub ctx: Arc<Context>,
+    ctx: Arc<Context>,
     trigger: UnboundedSender<ObjectRef<K>>,
 }
 

@@ -219,6 +219,14 @@ impl MemoryCluster {
             .collect()
     }
 
+    /// The objects of `resource` whose labels satisfy `labels`.
+    fn matching(&self, resource: &ApiResource, labels: &str) -> Vec<Value> {
+        self.all(&resource.api_version, &resource.kind)
+            .into_iter()
+            .filter(|o| matches(o, labels))
+            .collect()
+    }
+
     /// How many writes were made through [`Cluster`].
     pub fn writes(&self) -> usize {
         self.state().writes
@@ -252,11 +260,7 @@ impl Cluster for MemoryCluster {
         resource: &'a ApiResource,
         labels: &'a str,
     ) -> BoxFuture<'a, Result<usize, kube::Error>> {
-        let count = self
-            .all(&resource.api_version, &resource.kind)
-            .iter()
-            .filter(|o| matches(o, labels))
-            .count();
+        let count = self.matching(resource, labels).len();
         Box::pin(async move { Ok(count) })
     }
 
@@ -265,11 +269,7 @@ impl Cluster for MemoryCluster {
         resource: &'a ApiResource,
         labels: &'a str,
     ) -> BoxFuture<'a, Result<Vec<Value>, kube::Error>> {
-        let found = self
-            .all(&resource.api_version, &resource.kind)
-            .into_iter()
-            .filter(|o| matches(o, labels))
-            .collect();
+        let found = self.matching(resource, labels);
         Box::pin(async move { Ok(found) })
     }
 
