@@ -16,7 +16,14 @@ use kube::CustomResourceExt;
 use kube::core::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
-use crate::kinds::{DatabaseInstance, NodeGroup, ProviderConfig, ProviderConfigUsage, Subnet, Vpc};
+use crate::kinds::provider_config::m::{
+    ClusterProviderConfig, ClusterProviderConfigUsage, ProviderConfig as NamespacedProviderConfig,
+    ProviderConfigUsage as NamespacedProviderConfigUsage,
+};
+use crate::kinds::{
+    DatabaseInstance, NodeGroup, ProviderConfig, ProviderConfigUsage, Subnet, Vpc,
+    database_instance, nodegroup, subnet, vpc,
+};
 use crate::managed::Managed;
 
 /// The command that regenerates the files, as the README and the file
@@ -127,22 +134,35 @@ pub fn mrd<M: Managed>() -> ManagedResourceDefinition {
     }
 }
 
-/// The CRDs of every kind: the four managed kinds, then `ProviderConfig`
-/// and `ProviderConfigUsage`.
+/// The CRDs of every kind: the four managed kinds in both scopes, then
+/// the ProviderConfig kinds and their usages, namespaced (v2) first.
 pub fn crds() -> Vec<CustomResourceDefinition> {
     vec![
+        vpc::m::Vpc::crd(),
+        subnet::m::Subnet::crd(),
+        nodegroup::m::NodeGroup::crd(),
+        database_instance::m::DatabaseInstance::crd(),
         Vpc::crd(),
         Subnet::crd(),
         NodeGroup::crd(),
         DatabaseInstance::crd(),
+        NamespacedProviderConfig::crd(),
+        ClusterProviderConfig::crd(),
+        NamespacedProviderConfigUsage::crd(),
+        ClusterProviderConfigUsage::crd(),
         ProviderConfig::crd(),
         ProviderConfigUsage::crd(),
     ]
 }
 
-/// The MRDs of the four managed kinds.
+/// The MRDs of the four managed kinds in both scopes, namespaced (v2)
+/// first.
 pub fn mrds() -> Vec<ManagedResourceDefinition> {
     vec![
+        mrd::<vpc::m::Vpc>(),
+        mrd::<subnet::m::Subnet>(),
+        mrd::<nodegroup::m::NodeGroup>(),
+        mrd::<database_instance::m::DatabaseInstance>(),
         mrd::<Vpc>(),
         mrd::<Subnet>(),
         mrd::<NodeGroup>(),

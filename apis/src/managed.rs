@@ -3,15 +3,15 @@
 
 use std::fmt::Debug;
 
-use kube::core::ClusterResourceScope;
 use kube::{CustomResourceExt, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::common::{ManagedStatus, ResourceSpec};
-use crate::kinds::{
-    DatabaseInstance, NodeGroup, Subnet, Vpc, database_instance, nodegroup, subnet, vpc,
-};
+use crate::common::{ClusterScoped, ManagedStatus, Namespaced, Scope};
+use crate::kinds::database_instance::{self, DatabaseInstanceParameters};
+use crate::kinds::nodegroup::{self, NodeGroupParameters};
+use crate::kinds::subnet::{self, SubnetParameters};
+use crate::kinds::vpc;
 
 /// One key a kind writes to its connection Secret.
 ///
@@ -61,7 +61,7 @@ pub struct ReferenceField {
     pub target_value_pointer: &'static str,
 }
 
-/// A managed-resource kind: its Crossplane spec fields, its
+/// A managed-resource kind in one scope: its Crossplane spec fields, its
 /// `forProvider` / `initProvider` / `atProvider` types and its status.
 ///
 /// The runtime treats the three parameter types as JSON (it merges
@@ -69,7 +69,7 @@ pub struct ReferenceField {
 /// `atProvider` field by field), which works because their fields share
 /// names (see `docs/field-names.md`).
 pub trait Managed:
-    Resource<DynamicType = (), Scope = ClusterResourceScope>
+    Resource<DynamicType = ()>
     + CustomResourceExt
     + Clone
     + Debug
@@ -79,6 +79,10 @@ pub trait Managed:
     + Sync
     + 'static
 {
+    /// Namespaced or cluster-scoped, and the spec shapes that go with it.
+    /// (Named so as not to clash with [`Resource::Scope`], kube's marker of
+    /// the same fact.)
+    type Scoped: Scope;
     /// `spec.forProvider`.
     type ForProvider: Clone
         + Debug
@@ -114,9 +118,10 @@ pub trait Managed:
     /// Where the external name comes from before the resource exists.
     const EXTERNAL_NAME_ORIGIN: ExternalNameOrigin;
 
-    /// `managementPolicies`, `deletionPolicy`, `providerConfigRef` and
-    /// `writeConnectionSecretToRef`.
-    fn resource_spec(&self) -> &ResourceSpec;
+    /// `managementPolicies`, `providerConfigRef`,
+    /// `writeConnectionSecretToRef` and, for the legacy kinds,
+    /// `deletionPolicy`.
+    fn resource_spec(&self) -> &<Self::Scoped as Scope>::Spec;
     /// `spec.forProvider`.
     fn for_provider(&self) -> &Self::ForProvider;
     /// `spec.forProvider`, for late initialisation and reference resolution.
@@ -130,9 +135,10 @@ pub trait Managed:
 }
 
 macro_rules! impl_managed {
-    ($kind:ty, $for_provider:ty, $init_provider:ty, $at_provider:ty,
+    ($kind:ty, $scope:ty, $for_provider:ty, $init_provider:ty, $at_provider:ty,
      connection_details: $details:expr, references: $references:expr, external_name: $origin:expr) => {
         impl Managed for $kind {
+            type Scoped = $scope;
             type ForProvider = $for_provider;
             type InitProvider = $init_provider;
             type AtProvider = $at_provider;
@@ -141,7 +147,7 @@ macro_rules! impl_managed {
             const REFERENCES: &'static [ReferenceField] = $references;
             const EXTERNAL_NAME_ORIGIN: ExternalNameOrigin = $origin;
 
-            fn resource_spec(&self) -> &ResourceSpec {
+            fn resource_spec(&self) -> &<$scope as Scope>::Spec {
                 &self.spec.resource
             }
             fn for_provider(&self) -> &Self::ForProvider {
@@ -183,9 +189,16 @@ pub const DATABASE_INSTANCE_CONNECTION_DETAILS: &[ConnectionDetail] = &[
     },
 ];
 
+/// The group of the network kinds in each scope.
+const NETWORK_GROUPS: [&str; 2] = [
+    "network.fakecloud.crossplane.io",
+    "network.fakecloud.m.crossplane.io",
+];
+
 /// A reference from a `forProvider` field to the `status.atProvider.id` of
-/// a network kind.
+/// a network kind in `target_group`, the referencing kind's own scope.
 const fn network_id_reference(
+    target_group: &'static str,
     field: &'static str,
     reference_field: &'static str,
     selector_field: &'static str,
@@ -198,7 +211,7 @@ const fn network_id_reference(
         reference_field,
         selector_field,
         many,
-        target_group: "network.fakecloud.crossplane.io",
+        target_group,
         target_version: "v1alpha1",
         target_kind,
         target_plural,
@@ -206,32 +219,75 @@ const fn network_id_reference(
     }
 }
 
-const SUBNET_IDS_REFERENCE: ReferenceField = network_id_reference(
-    "subnetIds",
-    "subnetIdRefs",
-    "subnetIdSelector",
-    true,
-    "Subnet",
-    "subnets",
-);
+/// `subnetIds` from `subnetIdRefs` / `subnetIdSelector`, in a scope's group.
+const fn subnet_ids_reference(target_group: &'static str) -> ReferenceField {
+    network_id_reference(
+        target_group,
+        "subnetIds",
+        "subnetIdRefs",
+        "subnetIdSelector",
+        true,
+        "Subnet",
+        "subnets",
+    )
+}
+
+/// `vpcId` from `vpcIdRef` / `vpcIdSelector`, in a scope's group.
+const fn vpc_id_reference(target_group: &'static str) -> ReferenceField {
+    network_id_reference(
+        target_group,
+        "vpcId",
+        "vpcIdRef",
+        "vpcIdSelector",
+        false,
+        "VPC",
+        "vpcs",
+    )
+}
+
+/// Implements [`Managed`] for a kind's two resources, the legacy one
+/// (`$legacy`) and the namespaced one (`$namespaced`): the same types and
+/// facts, each scope's references pointing into its own scope.
+macro_rules! impl_managed_scopes {
+    ($legacy:ty, $namespaced:ty, $for_provider:ident, $init_provider:ty, $at_provider:ty,
+     connection_details: $details:expr, references: [$($reference:ident),*],
+     external_name: $origin:expr) => {
+        impl_managed!($legacy, ClusterScoped, $for_provider<ClusterScoped>, $init_provider,
+            $at_provider, connection_details: $details,
+            references: &[$($reference(NETWORK_GROUPS[0])),*],
+            external_name: $origin);
+        impl_managed!($namespaced, Namespaced, $for_provider<Namespaced>, $init_provider,
+            $at_provider, connection_details: $details,
+            references: &[$($reference(NETWORK_GROUPS[1])),*],
+            external_name: $origin);
+    };
+}
 
 // VPC, Subnet and NodeGroup publish no connection details: nothing about
 // them is secret or needed to connect, and everything they report is in
 // `status.atProvider`, which references read.
-impl_managed!(Vpc, vpc::VpcParameters, vpc::VpcInitParameters, vpc::VpcObservation,
-    connection_details: &[], references: &[], external_name: ExternalNameOrigin::AssignedByCloud);
-
-impl_managed!(Subnet, subnet::SubnetParameters, subnet::SubnetInitParameters, subnet::SubnetObservation,
-    connection_details: &[],
-    references: &[network_id_reference("vpcId", "vpcIdRef", "vpcIdSelector", false, "VPC", "vpcs")],
+impl_managed!(vpc::Vpc, ClusterScoped, vpc::VpcParameters, vpc::VpcInitParameters,
+    vpc::VpcObservation, connection_details: &[], references: &[],
+    external_name: ExternalNameOrigin::AssignedByCloud);
+impl_managed!(vpc::m::Vpc, Namespaced, vpc::VpcParameters, vpc::VpcInitParameters,
+    vpc::VpcObservation, connection_details: &[], references: &[],
     external_name: ExternalNameOrigin::AssignedByCloud);
 
-impl_managed!(NodeGroup, nodegroup::NodeGroupParameters, nodegroup::NodeGroupInitParameters,
-    nodegroup::NodeGroupObservation,
-    connection_details: &[], references: &[SUBNET_IDS_REFERENCE],
+impl_managed_scopes!(subnet::Subnet, subnet::m::Subnet, SubnetParameters,
+    subnet::SubnetInitParameters, subnet::SubnetObservation,
+    connection_details: &[],
+    references: [vpc_id_reference],
+    external_name: ExternalNameOrigin::AssignedByCloud);
+
+impl_managed_scopes!(nodegroup::NodeGroup, nodegroup::m::NodeGroup, NodeGroupParameters,
+    nodegroup::NodeGroupInitParameters, nodegroup::NodeGroupObservation,
+    connection_details: &[],
+    references: [subnet_ids_reference],
     external_name: ExternalNameOrigin::MetadataName);
 
-impl_managed!(DatabaseInstance, database_instance::DatabaseInstanceParameters,
-    database_instance::DatabaseInstanceInitParameters, database_instance::DatabaseInstanceObservation,
-    connection_details: DATABASE_INSTANCE_CONNECTION_DETAILS, references: &[SUBNET_IDS_REFERENCE],
+impl_managed_scopes!(database_instance::DatabaseInstance, database_instance::m::DatabaseInstance,
+    DatabaseInstanceParameters, database_instance::DatabaseInstanceInitParameters,
+    database_instance::DatabaseInstanceObservation,
+    connection_details: DATABASE_INSTANCE_CONNECTION_DETAILS,
+    references: [subnet_ids_reference],
     external_name: ExternalNameOrigin::MetadataName);

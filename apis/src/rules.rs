@@ -1,10 +1,14 @@
 //! Builders for the CEL rules (`x-kubernetes-validations`) of the CRDs.
 //!
-//! Each managed-resource spec uses these from its `#[x_kube(validation =
-//! ...)]` attributes, so every kind states its rules the same way and the
-//! wording of the messages stays consistent.
+//! Each managed-resource spec uses these from its attributes, so every kind
+//! states its rules the same way and the wording of the messages stays
+//! consistent: object-level rules in `#[x_kube(validation = ...)]`,
+//! field-level ones in `#[schemars(transform = ...)]`, which (unlike
+//! `KubeSchema`) works on the parameter types that are generic over the
+//! scope.
 
 use kube::core::Rule;
+use schemars::Schema;
 
 /// The CEL condition "the policies allow Create". `*` counts as Create.
 const CREATES: &str = "('*' in self.managementPolicies || 'Create' in self.managementPolicies)";
@@ -48,8 +52,8 @@ pub(crate) fn required_to_create_or_referenced(field: &str, alternatives: &[&str
 /// Kubernetes evaluates a transition rule only when both the old and the new
 /// object have the field, so setting it for the first time (late
 /// initialisation, the import procedure) stays allowed.
-pub(crate) fn immutable(field: &str) -> Rule {
-    Rule::new("self == oldSelf").message(format!("{field} is immutable").as_str())
+pub(crate) fn immutable(field: &str) -> impl FnMut(&mut Schema) {
+    with_rule(Rule::new("self == oldSelf").message(format!("{field} is immutable").as_str()))
 }
 
 /// An object-level rule: when both bounds are set, the lower one does not
@@ -62,6 +66,14 @@ pub(crate) fn min_not_above_max(min: &str, max: &str) -> Rule {
 }
 
 /// A field-level transition rule: the value may grow but never shrink.
-pub(crate) fn never_shrinks(field: &str) -> Rule {
-    Rule::new("self >= oldSelf").message(format!("{field} can only grow").as_str())
+pub(crate) fn never_shrinks(field: &str) -> impl FnMut(&mut Schema) {
+    with_rule(Rule::new("self >= oldSelf").message(format!("{field} can only grow").as_str()))
+}
+
+/// `rule` added to the schema it is attached to (a field, or a type that
+/// `KubeSchema` cannot derive for because it is generic).
+pub(crate) fn with_rule(rule: Rule) -> impl FnMut(&mut Schema) {
+    move |schema: &mut Schema| {
+        kube::core::validate(schema, rule.clone()).expect("a CEL rule serializes as JSON");
+    }
 }

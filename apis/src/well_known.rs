@@ -41,6 +41,14 @@ pub const DEFAULT_PROVIDER_CONFIG_NAME: &str = "default";
 /// `kubectl get managed` and `kubectl get fakecloud` list them.
 pub const MANAGED_CATEGORIES: [&str; 3] = ["crossplane", "managed", "fakecloud"];
 
-/// Label on a `ProviderConfigUsage` naming its `ProviderConfig`, so the
-/// ProviderConfig controller counts its users with one label-selected list.
+/// Label on a legacy `ProviderConfigUsage` naming its `ProviderConfig`, so
+/// the ProviderConfig controller counts its users by label.
 pub const PROVIDER_CONFIG_LABEL: &str = "fakecloud.crossplane.io/provider-config";
+
+/// Label on a namespaced `ProviderConfigUsage` naming the ProviderConfig or
+/// ClusterProviderConfig in use (crossplane-runtime v2's label).
+pub const PROVIDER_CONFIG_NAME_LABEL: &str = "crossplane.io/provider-config";
+
+/// Label on a namespaced `ProviderConfigUsage` naming the kind in use:
+/// `ProviderConfig` or `ClusterProviderConfig`.
+pub const PROVIDER_CONFIG_KIND_LABEL: &str = "crossplane.io/provider-config-kind";

@@ -8,12 +8,23 @@ use kube::CustomResourceExt;
 use serde_json::{Value, json};
 use support::schema_of;
 
+/// The legacy cluster-scoped managed kinds.
 fn managed_crds() -> Vec<CustomResourceDefinition> {
     vec![
         Vpc::crd(),
         Subnet::crd(),
         NodeGroup::crd(),
         DatabaseInstance::crd(),
+    ]
+}
+
+/// The namespaced (Crossplane v2) managed kinds, in the same order.
+fn namespaced_crds() -> Vec<CustomResourceDefinition> {
+    vec![
+        apis::kinds::vpc::m::Vpc::crd(),
+        apis::kinds::subnet::m::Subnet::crd(),
+        apis::kinds::nodegroup::m::NodeGroup::crd(),
+        apis::kinds::database_instance::m::DatabaseInstance::crd(),
     ]
 }
 
@@ -162,6 +173,107 @@ fn identifiers_are_the_only_required_parameters() {
             );
         }
     }
+}
+
+#[test]
+fn namespaced_kinds_mirror_the_legacy_ones_in_m_groups() {
+    for (legacy, namespaced) in managed_crds().iter().zip(namespaced_crds()) {
+        let name = namespaced.metadata.name.clone().unwrap();
+        assert_eq!(namespaced.spec.scope, "Namespaced", "{name}");
+        assert_eq!(
+            namespaced.spec.group,
+            legacy.spec.group.replace(".fakecloud.", ".fakecloud.m."),
+            "{name}"
+        );
+        assert_eq!(namespaced.spec.names, legacy.spec.names, "{name}");
+        // forProvider differs only where a Secret key or a reference is.
+        let (ns, cs) = (schema_of(&namespaced), schema_of(legacy));
+        let fields = |s: &Value| -> Vec<String> {
+            at(s, "spec.forProvider")["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect()
+        };
+        assert_eq!(fields(&ns), fields(&cs), "{name}");
+        assert_eq!(at(&ns, "status"), at(&cs, "status"), "{name}");
+    }
+    for (crd, scope) in [
+        (
+            apis::kinds::provider_config::m::ProviderConfig::crd(),
+            "Namespaced",
+        ),
+        (
+            apis::kinds::provider_config::m::ClusterProviderConfig::crd(),
+            "Cluster",
+        ),
+        (
+            apis::kinds::provider_config::m::ProviderConfigUsage::crd(),
+            "Namespaced",
+        ),
+        (
+            apis::kinds::provider_config::m::ClusterProviderConfigUsage::crd(),
+            "Cluster",
+        ),
+    ] {
+        assert_eq!(crd.spec.group, "fakecloud.m.crossplane.io");
+        assert_eq!(crd.spec.scope, scope, "{}", crd.spec.names.kind);
+    }
+}
+
+#[test]
+fn namespaced_spec_fields_stay_in_the_namespace() {
+    for crd in namespaced_crds() {
+        let name = crd.metadata.name.clone().unwrap();
+        let schema = schema_of(&crd);
+        let spec = at(&schema, "spec");
+        assert!(spec["properties"].get("deletionPolicy").is_none(), "{name}");
+        assert_eq!(
+            at(&schema, "spec.managementPolicies")["default"],
+            json!(["*"])
+        );
+        let config = at(&schema, "spec.providerConfigRef");
+        assert_eq!(
+            config["default"],
+            json!({"kind": "ClusterProviderConfig", "name": "default"})
+        );
+        assert_eq!(
+            at(config, "kind")["enum"],
+            json!(["ProviderConfig", "ClusterProviderConfig"])
+        );
+        let secret = at(&schema, "spec.writeConnectionSecretToRef");
+        assert_eq!(
+            required(&schema, "spec.writeConnectionSecretToRef"),
+            ["name"]
+        );
+        assert!(secret["properties"].get("namespace").is_none(), "{name}");
+    }
+    let db = schema_of(&apis::kinds::database_instance::m::DatabaseInstance::crd());
+    let password = at(&db, "spec.forProvider.masterPasswordSecretRef");
+    assert!(password["properties"].get("namespace").is_none());
+    assert_eq!(
+        required(&db, "spec.forProvider.masterPasswordSecretRef"),
+        ["key", "name"]
+    );
+    // References and selectors may name another namespace; unset, their own.
+    let subnet = schema_of(&apis::kinds::subnet::m::Subnet::crd());
+    for path in [
+        "spec.forProvider.vpcIdRef",
+        "spec.forProvider.vpcIdSelector",
+    ] {
+        assert_eq!(
+            at(&subnet, path)["properties"]["namespace"]["type"],
+            "string"
+        );
+    }
+    assert_eq!(required(&subnet, "spec.forProvider.vpcIdRef"), ["name"]);
+    let team = schema_of(&apis::kinds::provider_config::m::ProviderConfig::crd());
+    assert!(
+        at(&team, "spec.credentials.secretRef")["properties"]
+            .get("namespace")
+            .is_none()
+    );
 }
 
 #[test]
@@ -391,9 +503,14 @@ fn assert_references_match_schema<M: apis::Managed>() {
         );
         let target = apis::generate::crds()
             .into_iter()
-            .find(|c| c.spec.names.kind == reference.target_kind)
+            .find(|c| {
+                c.spec.names.kind == reference.target_kind && c.spec.group == reference.target_group
+            })
             .unwrap_or_else(|| panic!("{kind} references unknown kind {}", reference.target_kind));
-        assert_eq!(target.spec.group, reference.target_group);
+        assert_eq!(
+            target.spec.scope, crd.spec.scope,
+            "{kind} references a kind of the other scope"
+        );
         assert_eq!(target.spec.names.plural, reference.target_plural);
         assert_eq!(target.spec.versions[0].name, reference.target_version);
         let pointer = reference
@@ -410,6 +527,10 @@ fn declared_references_name_real_fields_and_kinds() {
     assert_references_match_schema::<Subnet>();
     assert_references_match_schema::<NodeGroup>();
     assert_references_match_schema::<DatabaseInstance>();
+    assert_references_match_schema::<apis::kinds::vpc::m::Vpc>();
+    assert_references_match_schema::<apis::kinds::subnet::m::Subnet>();
+    assert_references_match_schema::<apis::kinds::nodegroup::m::NodeGroup>();
+    assert_references_match_schema::<apis::kinds::database_instance::m::DatabaseInstance>();
     assert_eq!(<Subnet as apis::Managed>::REFERENCES.len(), 1);
     assert_eq!(<NodeGroup as apis::Managed>::REFERENCES.len(), 1);
     assert_eq!(<DatabaseInstance as apis::Managed>::REFERENCES.len(), 1);

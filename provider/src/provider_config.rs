@@ -1,24 +1,51 @@
-//! The ProviderConfig controller: counts the ProviderConfigUsages that point
-//! at each ProviderConfig into `status.users`, and holds the
-//! `in-use.crossplane.io` finalizer while there are any, so credentials
-//! cannot be deleted from under live managed resources.
+//! The ProviderConfig controllers, one per kind (the legacy
+//! `ProviderConfig`, the namespaced `ProviderConfig` and the
+//! `ClusterProviderConfig`): each counts the usages that point at each of
+//! its objects into `status.users`, and holds the `in-use.crossplane.io`
+//! finalizer while there are any, so credentials cannot be deleted from
+//! under live managed resources.
 
+use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apis::kinds::provider_config::{ProviderConfig, ProviderConfigUsage};
-use apis::well_known::{PROVIDER_CONFIG_IN_USE_FINALIZER, PROVIDER_CONFIG_LABEL};
+use apis::common::{ProviderConfigKey, ProviderConfigKind};
+use apis::kinds::provider_config::{self, ProviderConfigStatus, m};
+use apis::well_known::PROVIDER_CONFIG_IN_USE_FINALIZER;
 use futures::StreamExt;
-use kube::api::ApiResource;
 use kube::runtime::controller::Action;
 use kube::runtime::{Controller, watcher};
 use kube::{Api, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
 use serde_json::json;
 use tracing::{Instrument, info, info_span, warn};
 
 use crate::gate::Shutdown;
-use crate::runtime::cluster::ObjectKey;
-use crate::runtime::{CONFLICT_RETRY, Context, Intent};
+use crate::runtime::connect::{provider_config_object, usage_resource, usage_selector};
+use crate::runtime::{CONFLICT_RETRY, Context, Intent, kind_label};
+
+/// A kind of ProviderConfig: which one it is, and its status.
+pub trait ConfigKind:
+    Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static
+{
+    const KIND: ProviderConfigKind;
+    fn config_status(&self) -> Option<&ProviderConfigStatus>;
+}
+
+macro_rules! config_kind {
+    ($type:ty, $kind:expr) => {
+        impl ConfigKind for $type {
+            const KIND: ProviderConfigKind = $kind;
+            fn config_status(&self) -> Option<&ProviderConfigStatus> {
+                self.status.as_ref()
+            }
+        }
+    };
+}
+
+config_kind!(provider_config::ProviderConfig, ProviderConfigKind::Legacy);
+config_kind!(m::ProviderConfig, ProviderConfigKind::Namespaced);
+config_kind!(m::ClusterProviderConfig, ProviderConfigKind::Cluster);
 
 /// How often a ProviderConfig is recounted. Usages come and go with managed
 /// resources, which this controller does not watch (their CRDs may not
@@ -29,12 +56,9 @@ use crate::runtime::{CONFLICT_RETRY, Context, Intent};
 const RECOUNT_INTERVAL: Duration = Duration::from_secs(10);
 const DELETING_RECHECK: Duration = Duration::from_secs(2);
 
-/// The kind label of this controller's logs and metrics.
-const KIND: &str = "ProviderConfig";
-
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderConfigError {
-    #[error("cannot {action} for ProviderConfig {name:?}: {source}")]
+    #[error("cannot {action} for {name}: {source}")]
     Kube {
         action: &'static str,
         name: String,
@@ -43,12 +67,13 @@ pub enum ProviderConfigError {
     },
 }
 
-/// Runs the controller until `shutdown` resolves.
-pub async fn run(ctx: Arc<Context>, kube: kube::Client, shutdown: Shutdown) {
-    let api: Api<ProviderConfig> = Api::all(kube);
+/// Runs the controller of the ProviderConfig kind `P` until `shutdown`
+/// resolves.
+pub async fn run<P: ConfigKind>(ctx: Arc<Context>, kube: kube::Client, shutdown: Shutdown) {
+    let api: Api<P> = Api::all(kube);
     Controller::new(api, watcher::Config::default().any_semantic())
         .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, ctx)
+        .run(reconcile::<P>, error_policy::<P>, ctx)
         .for_each(|_| async {})
         .await;
 }
@@ -56,20 +81,21 @@ pub async fn run(ctx: Arc<Context>, kube: kube::Client, shutdown: Shutdown) {
 /// The same error path as every managed-resource controller: a stale copy
 /// (409) is retried quietly after [`CONFLICT_RETRY`]; any other failure
 /// backs off per object, 1 s doubling to 60 s, until a success resets it.
-fn error_policy(
-    config: Arc<ProviderConfig>,
+fn error_policy<P: ConfigKind>(
+    config: Arc<P>,
     error: &ProviderConfigError,
     ctx: Arc<Context>,
 ) -> Action {
+    let kind = kind_label::<P>();
     let ProviderConfigError::Kube { source, .. } = error;
     if matches!(source, kube::Error::Api(status) if status.code == 409) {
         tracing::debug!(%error, "stale copy; retrying");
         ctx.metrics
-            .record_reconcile(KIND, "conflict", Duration::ZERO);
+            .record_reconcile(&kind, "conflict", Duration::ZERO);
         return Action::requeue(CONFLICT_RETRY);
     }
-    warn!(%error, "ProviderConfig reconcile failed");
-    ctx.metrics.record_reconcile(KIND, "error", Duration::ZERO);
+    warn!(%error, "{kind} reconcile failed");
+    ctx.metrics.record_reconcile(&kind, "error", Duration::ZERO);
     let intent = Intent {
         generation: config.meta().generation,
         deleting: config.meta().deletion_timestamp.is_some(),
@@ -81,33 +107,41 @@ fn error_policy(
     )
 }
 
-async fn reconcile(
-    config: Arc<ProviderConfig>,
+async fn reconcile<P: ConfigKind>(
+    config: Arc<P>,
     ctx: Arc<Context>,
 ) -> Result<Action, ProviderConfigError> {
-    let name = config.name_any();
-    let span = info_span!("reconcile", kind = KIND, name = %name);
+    let kind = kind_label::<P>();
+    let key = ProviderConfigKey {
+        kind: P::KIND,
+        namespace: config.namespace(),
+        name: config.name_any(),
+    };
+    let described = crate::runtime::connect::describe(&key);
+    let span = info_span!("reconcile", kind = %kind, namespace = key.namespace.as_deref().unwrap_or(""), name = %key.name);
     let timer = std::time::Instant::now();
     async move {
         let kube_error = |action| {
-            let name = name.clone();
+            let name = described.clone();
             move |source| ProviderConfigError::Kube { action, name, source }
         };
+        // A namespaced ProviderConfig is used only from its own namespace;
+        // the cluster-scoped kinds, from anywhere.
         let users = ctx
             .cluster
-            .count_watched(&ApiResource::erase::<ProviderConfigUsage>(&()), &format!("{PROVIDER_CONFIG_LABEL}={name}"))
+            .count_watched(&usage_resource(P::KIND), key.namespace.as_deref(), &usage_selector(&key))
             .await
-            .map_err(kube_error("count ProviderConfigUsages"))?
+            .map_err(kube_error("count usages"))?
              as i64;
-        let at = ObjectKey::of::<ProviderConfig>(None, &name);
+        let at = provider_config_object(&key);
 
         // Writes below go in sequence; each one bumps the resourceVersion
         // that the finalizer update is guarded by.
         let mut resource_version = config.resource_version();
-        if config.status.as_ref().and_then(|s| s.users) != Some(users) {
+        if config.config_status().and_then(|s| s.users) != Some(users) {
             let status = json!({
-                "apiVersion": ProviderConfig::api_version(&()),
-                "kind": ProviderConfig::kind(&()),
+                "apiVersion": P::api_version(&()),
+                "kind": P::kind(&()),
                 "status": { "users": users },
             });
             let written = ctx
@@ -116,7 +150,7 @@ async fn reconcile(
                 .await
                 .map_err(kube_error("write status"))?;
             resource_version = written.pointer("/metadata/resourceVersion").and_then(|v| v.as_str()).map(str::to_owned);
-            ctx.metrics.kube_write(KIND, "status");
+            ctx.metrics.kube_write(&kind, "status");
         }
 
         let has_finalizer = config.finalizers().iter().any(|f| f == PROVIDER_CONFIG_IN_USE_FINALIZER);
@@ -139,10 +173,10 @@ async fn reconcile(
                 .merge_patch(&at, patch)
                 .await
                 .map_err(kube_error("update finalizers"))?;
-            ctx.metrics.kube_write(KIND, "metadata");
+            ctx.metrics.kube_write(&kind, "metadata");
         }
         ctx.backoff.succeeded(&config.uid().unwrap_or_default());
-        ctx.metrics.record_reconcile(KIND, "success", timer.elapsed());
+        ctx.metrics.record_reconcile(&kind, "success", timer.elapsed());
         Ok(Action::requeue(if deleting { DELETING_RECHECK } else { RECOUNT_INTERVAL }))
     }
     .instrument(span)

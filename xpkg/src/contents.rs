@@ -207,7 +207,8 @@ mod tests {
             .filter(|o| o.kind == "CustomResourceDefinition")
             .map(|o| o.name.as_str())
             .collect();
-        assert_eq!(mrds.len(), 4, "{mrds:?}");
+        // The four managed kinds, namespaced and legacy.
+        assert_eq!(mrds.len(), 8, "{mrds:?}");
         assert!(
             mrds.is_disjoint(&crds),
             "a managed resource CRD is in twice"
@@ -215,8 +216,12 @@ mod tests {
         assert_eq!(
             crds,
             BTreeSet::from([
+                "clusterproviderconfigs.fakecloud.m.crossplane.io",
+                "clusterproviderconfigusages.fakecloud.m.crossplane.io",
                 "providerconfigs.fakecloud.crossplane.io",
-                "providerconfigusages.fakecloud.crossplane.io"
+                "providerconfigs.fakecloud.m.crossplane.io",
+                "providerconfigusages.fakecloud.crossplane.io",
+                "providerconfigusages.fakecloud.m.crossplane.io",
             ])
         );
         // The stream parses back to the same objects, in the same order.

@@ -73,7 +73,72 @@ pub struct Selector {
     pub policy: Option<ReferencePolicy>,
 }
 
-/// Which `ProviderConfig` an MR uses.
+/// A reference from a namespaced managed resource to another by name; the
+/// namespace defaults to the referencing resource's own (Crossplane v2
+/// allows references across namespaces).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NamespacedReference {
+    /// Name of the referenced object.
+    pub name: String,
+    /// Namespace of the referenced object; the referencing resource's own
+    /// when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// How to resolve the reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<ReferencePolicy>,
+}
+
+/// Selects a managed resource to reference by labels, in one namespace:
+/// the selecting resource's own unless `namespace` names another.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NamespacedSelector {
+    /// Select objects carrying all of these labels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub match_labels: Option<BTreeMap<String, String>>,
+    /// Select only objects with the same controller reference as this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub match_controller_ref: Option<bool>,
+    /// Namespace to select in; the selecting resource's own when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// How to resolve the selection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<ReferencePolicy>,
+}
+
+/// The kinds of ProviderConfig a namespaced managed resource can use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum ProviderConfigRefKind {
+    /// A `ProviderConfig` in the resource's own namespace.
+    ProviderConfig,
+    /// A cluster-wide `ClusterProviderConfig` (the default).
+    #[default]
+    ClusterProviderConfig,
+}
+
+/// Which ProviderConfig a namespaced managed resource uses (Crossplane v2):
+/// `{kind: ClusterProviderConfig, name: default}` when unset.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NamespacedProviderConfigReference {
+    /// `ProviderConfig` (in the resource's namespace) or
+    /// `ClusterProviderConfig`.
+    pub kind: ProviderConfigRefKind,
+    /// Name of the ProviderConfig.
+    pub name: String,
+}
+
+impl Default for NamespacedProviderConfigReference {
+    fn default() -> Self {
+        Self {
+            kind: ProviderConfigRefKind::default(),
+            name: crate::well_known::DEFAULT_PROVIDER_CONFIG_NAME.to_owned(),
+        }
+    }
+}
+
+/// Which `ProviderConfig` a cluster-scoped MR uses.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ProviderConfigReference {
     /// Name of the `ProviderConfig`.

@@ -4,11 +4,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::policy::{DeletionPolicy, ManagementAction, default_management_policies};
-use super::reference::ProviderConfigReference;
-use super::secret::SecretReference;
+use super::reference::{NamespacedProviderConfigReference, ProviderConfigReference};
+use super::secret::{LocalSecretReference, SecretReference};
 
-/// The Crossplane fields of a managed resource's `spec`, flattened into each
-/// kind's spec beside `forProvider` and `initProvider`.
+/// The Crossplane fields of a cluster-scoped (legacy) managed resource's
+/// `spec`, flattened into each kind's spec beside `forProvider` and
+/// `initProvider`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceSpec {
@@ -34,6 +35,39 @@ impl Default for ResourceSpec {
             management_policies: default_management_policies(),
             deletion_policy: DeletionPolicy::default(),
             provider_config_ref: ProviderConfigReference::default(),
+            write_connection_secret_to_ref: None,
+        }
+    }
+}
+
+/// The Crossplane fields of a namespaced managed resource's `spec`
+/// (crossplane-runtime v2): no `deletionPolicy` (leaving `Delete` out of
+/// `managementPolicies` orphans), a typed `providerConfigRef`, and a
+/// connection Secret that is always in the resource's namespace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NamespacedResourceSpec {
+    /// What Crossplane may do to the external resource: `["*"]` (default)
+    /// for everything, `["Observe"]` to only observe, `[]` to pause; leave
+    /// out `Delete` to keep the external resource when this one is deleted.
+    #[serde(default = "default_management_policies")]
+    pub management_policies: Vec<ManagementAction>,
+    /// The ProviderConfig or ClusterProviderConfig holding the endpoint and
+    /// credentials to use; `{kind: ClusterProviderConfig, name: default}`
+    /// when unset.
+    #[serde(default)]
+    pub provider_config_ref: NamespacedProviderConfigReference,
+    /// The Secret, in this resource's namespace, to write its connection
+    /// details to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_connection_secret_to_ref: Option<LocalSecretReference>,
+}
+
+impl Default for NamespacedResourceSpec {
+    fn default() -> Self {
+        Self {
+            management_policies: default_management_policies(),
+            provider_config_ref: NamespacedProviderConfigReference::default(),
             write_connection_secret_to_ref: None,
         }
     }

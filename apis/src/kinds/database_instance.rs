@@ -3,11 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::common::{ManagedStatus, Reference, ResourceSpec, SecretKeySelector, Selector};
+use crate::common::{ClusterScoped, ManagedStatus, Namespaced, Scope};
 use crate::rules::{immutable, never_shrinks, required_to_create};
 
 /// The database engine.
@@ -21,15 +20,15 @@ pub enum Engine {
 }
 
 /// The desired state of a DatabaseInstance (`spec.forProvider`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct DatabaseInstanceParameters {
+pub struct DatabaseInstanceParameters<S: Scope> {
     /// Region of the instance. Identifies the resource, so it is always required.
-    #[x_kube(validation = immutable("region"))]
+    #[schemars(transform = immutable("region"))]
     pub region: String,
     /// `postgres` or `mysql`. Needed to create; cannot change afterwards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = immutable("engine"))]
+    #[schemars(transform = immutable("engine"))]
     pub engine: Option<Engine>,
     /// Engine version, e.g. `16.2`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -40,11 +39,11 @@ pub struct DatabaseInstanceParameters {
     /// Storage in GiB. Needed to create; can only grow.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
-    #[x_kube(validation = never_shrinks("allocatedStorage"))]
+    #[schemars(transform = never_shrinks("allocatedStorage"))]
     pub allocated_storage: Option<i32>,
     /// Name of the master user. Needed to create; cannot change afterwards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = immutable("masterUsername"))]
+    #[schemars(transform = immutable("masterUsername"))]
     pub master_username: Option<String>,
     /// The Secret key holding the master password. When absent, the
     /// provider generates a password and publishes it as the `password`
@@ -52,18 +51,18 @@ pub struct DatabaseInstanceParameters {
     /// password, when writeConnectionSecretToRef is set (the provider
     /// records the applied password there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub master_password_secret_ref: Option<SecretKeySelector>,
+    pub master_password_secret_ref: Option<S::SecretKeySelector>,
     /// Ids of the Subnets the instance is reachable in. Set them directly,
     /// or let `subnetIdRefs` / `subnetIdSelector` fill them in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subnet_ids: Option<Vec<String>>,
     /// Subnet objects whose `status.atProvider.id` become `subnetIds`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub subnet_id_refs: Option<Vec<Reference>>,
+    pub subnet_id_refs: Option<Vec<S::Reference>>,
     /// Selects the Subnet objects whose `status.atProvider.id` become
     /// `subnetIds`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub subnet_id_selector: Option<Selector>,
+    pub subnet_id_selector: Option<S::Selector>,
     /// Whether the endpoint is reachable from outside the VPC.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub publicly_accessible: Option<bool>,
@@ -176,37 +175,25 @@ pub struct DatabaseInstanceObservation {
 /// `status` of a DatabaseInstance.
 pub type DatabaseInstanceStatus = ManagedStatus<DatabaseInstanceObservation>;
 
-/// `spec` of a DatabaseInstance.
-#[derive(CustomResource, KubeSchema, Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[kube(
-    group = "database.fakecloud.crossplane.io",
-    version = "v1alpha1",
-    kind = "DatabaseInstance",
-    singular = "databaseinstance",
-    plural = "databaseinstances",
-    status = "DatabaseInstanceStatus",
-    derive = "PartialEq",
-    doc = "A DatabaseInstance: a managed PostgreSQL or MySQL database.",
-    category = "crossplane",
-    category = "managed",
-    category = "fakecloud",
-    printcolumn = r#"{"name":"READY","type":"string","jsonPath":".status.conditions[?(@.type=='Ready')].status"}"#,
-    printcolumn = r#"{"name":"SYNCED","type":"string","jsonPath":".status.conditions[?(@.type=='Synced')].status"}"#,
-    printcolumn = r#"{"name":"EXTERNAL-NAME","type":"string","jsonPath":".metadata.annotations.crossplane\\.io/external-name"}"#,
-    printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
-)]
-#[x_kube(validation = required_to_create("engine"))]
-#[x_kube(validation = required_to_create("instanceClass"))]
-#[x_kube(validation = required_to_create("allocatedStorage"))]
-#[x_kube(validation = required_to_create("masterUsername"))]
-#[serde(rename_all = "camelCase")]
-pub struct DatabaseInstanceSpec {
-    /// The Crossplane fields: policies, provider config, connection secret.
-    #[serde(flatten)]
-    pub resource: ResourceSpec,
-    /// The desired state of the instance.
-    pub for_provider: DatabaseInstanceParameters,
-    /// Values used only when creating the instance.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub init_provider: Option<DatabaseInstanceInitParameters>,
+managed_resource! {
+    kind: "DatabaseInstance", root: "DatabaseInstance", spec: DatabaseInstanceSpec,
+    singular: "databaseinstance", plural: "databaseinstances",
+    groups: ["database.fakecloud.crossplane.io", "database.fakecloud.m.crossplane.io"],
+    docs: [
+        "A DatabaseInstance: a managed PostgreSQL or MySQL database.",
+        "A DatabaseInstance: a managed PostgreSQL or MySQL database."
+    ],
+    noun: "the instance",
+    status: "DatabaseInstanceStatus",
+    for_provider: [
+        DatabaseInstanceParameters<ClusterScoped>,
+        DatabaseInstanceParameters<Namespaced>
+    ],
+    init_provider: DatabaseInstanceInitParameters,
+    rules: [
+        required_to_create("engine"),
+        required_to_create("instanceClass"),
+        required_to_create("allocatedStorage"),
+        required_to_create("masterUsername"),
+    ],
 }

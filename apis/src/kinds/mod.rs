@@ -1,4 +1,9 @@
-//! The resource kinds, one module each.
+//! The resource kinds, one module each; every managed kind's module holds
+//! its legacy cluster-scoped resource and, in its `m` submodule, the
+//! namespaced one (see [`resource`]).
+
+#[macro_use]
+mod resource;
 
 pub mod database_instance;
 pub mod nodegroup;

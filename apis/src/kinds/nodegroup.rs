@@ -3,11 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use kube::{CustomResource, KubeSchema};
+use kube::KubeSchema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::common::{ManagedStatus, Reference, ResourceSpec, Selector};
+use crate::common::{ClusterScoped, ManagedStatus, Namespaced, Scope};
 use crate::rules::{
     immutable, min_not_above_max, required_to_create, required_to_create_or_referenced,
 };
@@ -33,36 +33,36 @@ pub struct ScalingConfig {
 }
 
 /// The desired state of a NodeGroup (`spec.forProvider`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct NodeGroupParameters {
+pub struct NodeGroupParameters<S: Scope> {
     /// Region of the cluster. Identifies the resource, so it is always required.
-    #[x_kube(validation = immutable("region"))]
+    #[schemars(transform = immutable("region"))]
     pub region: String,
     /// Name of the cluster the group belongs to. Identifies the resource, so
     /// it is always required.
-    #[x_kube(validation = immutable("clusterName"))]
+    #[schemars(transform = immutable("clusterName"))]
     pub cluster_name: String,
     /// Ids of the Subnets the nodes run in. Set them directly, or let
     /// `subnetIdRefs` / `subnetIdSelector` fill them in. Cannot change
     /// once set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = immutable("subnetIds"))]
+    #[schemars(transform = immutable("subnetIds"))]
     pub subnet_ids: Option<Vec<String>>,
     /// Subnet objects whose `status.atProvider.id` become `subnetIds`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub subnet_id_refs: Option<Vec<Reference>>,
+    pub subnet_id_refs: Option<Vec<S::Reference>>,
     /// Selects the Subnet objects whose `status.atProvider.id` become
     /// `subnetIds`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub subnet_id_selector: Option<Selector>,
+    pub subnet_id_selector: Option<S::Selector>,
     /// Role the nodes run as. Needed to create; cannot change afterwards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = immutable("nodeRole"))]
+    #[schemars(transform = immutable("nodeRole"))]
     pub node_role: Option<String>,
     /// Instance types of the nodes. Cannot change once set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = immutable("instanceTypes"))]
+    #[schemars(transform = immutable("instanceTypes"))]
     pub instance_types: Option<Vec<String>>,
     /// Kubernetes version of the nodes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -156,36 +156,21 @@ pub struct NodeGroupObservation {
 /// `status` of a NodeGroup.
 pub type NodeGroupStatus = ManagedStatus<NodeGroupObservation>;
 
-/// `spec` of a NodeGroup.
-#[derive(CustomResource, KubeSchema, Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[kube(
-    group = "compute.fakecloud.crossplane.io",
-    version = "v1alpha1",
-    kind = "NodeGroup",
-    singular = "nodegroup",
-    plural = "nodegroups",
-    status = "NodeGroupStatus",
-    derive = "PartialEq",
-    doc = "A NodeGroup: worker nodes of a fakecloud cluster.",
-    category = "crossplane",
-    category = "managed",
-    category = "fakecloud",
-    printcolumn = r#"{"name":"READY","type":"string","jsonPath":".status.conditions[?(@.type=='Ready')].status"}"#,
-    printcolumn = r#"{"name":"SYNCED","type":"string","jsonPath":".status.conditions[?(@.type=='Synced')].status"}"#,
-    printcolumn = r#"{"name":"EXTERNAL-NAME","type":"string","jsonPath":".metadata.annotations.crossplane\\.io/external-name"}"#,
-    printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
-)]
-#[x_kube(validation = required_to_create("nodeRole"))]
-#[x_kube(validation = required_to_create_or_referenced("subnetIds", &["subnetIdRefs", "subnetIdSelector"]))]
-#[x_kube(validation = required_to_create("scalingConfig"))]
-#[serde(rename_all = "camelCase")]
-pub struct NodeGroupSpec {
-    /// The Crossplane fields: policies, provider config, connection secret.
-    #[serde(flatten)]
-    pub resource: ResourceSpec,
-    /// The desired state of the node group.
-    pub for_provider: NodeGroupParameters,
-    /// Values used only when creating the node group.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub init_provider: Option<NodeGroupInitParameters>,
+managed_resource! {
+    kind: "NodeGroup", root: "NodeGroup", spec: NodeGroupSpec, singular: "nodegroup",
+    plural: "nodegroups",
+    groups: ["compute.fakecloud.crossplane.io", "compute.fakecloud.m.crossplane.io"],
+    docs: [
+        "A NodeGroup: worker nodes of a fakecloud cluster.",
+        "A NodeGroup: worker nodes of a fakecloud cluster."
+    ],
+    noun: "the node group",
+    status: "NodeGroupStatus",
+    for_provider: [NodeGroupParameters<ClusterScoped>, NodeGroupParameters<Namespaced>],
+    init_provider: NodeGroupInitParameters,
+    rules: [
+        required_to_create("nodeRole"),
+        required_to_create_or_referenced("subnetIds", &["subnetIdRefs", "subnetIdSelector"]),
+        required_to_create("scalingConfig"),
+    ],
 }

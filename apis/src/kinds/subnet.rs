@@ -3,40 +3,39 @@
 
 use std::collections::BTreeMap;
 
-use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::common::{ManagedStatus, Reference, ResourceSpec, Selector};
+use crate::common::{ClusterScoped, ManagedStatus, Namespaced, Scope};
 use crate::rules::{immutable, required_to_create, required_to_create_or_referenced};
 
 /// The desired state of a Subnet (`spec.forProvider`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct SubnetParameters {
+pub struct SubnetParameters<S: Scope> {
     /// Region of the Subnet. Identifies the resource, so it is always required.
-    #[x_kube(validation = immutable("region"))]
+    #[schemars(transform = immutable("region"))]
     pub region: String,
     /// Id of the VPC the Subnet belongs to. Set it directly, or let
     /// `vpcIdRef` / `vpcIdSelector` fill it in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = immutable("vpcId"))]
+    #[schemars(transform = immutable("vpcId"))]
     pub vpc_id: Option<String>,
     /// The VPC object whose `status.atProvider.id` becomes `vpcId`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vpc_id_ref: Option<Reference>,
+    pub vpc_id_ref: Option<S::Reference>,
     /// Selects the VPC object whose `status.atProvider.id` becomes `vpcId`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vpc_id_selector: Option<Selector>,
+    pub vpc_id_selector: Option<S::Selector>,
     /// IPv4 range of the Subnet, inside the VPC's range. Needed to create;
     /// cannot change afterwards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = immutable("cidrBlock"))]
+    #[schemars(transform = immutable("cidrBlock"))]
     pub cidr_block: Option<String>,
     /// Availability zone of the Subnet, e.g. `eu-west-1a`. Needed to
     /// create; cannot change afterwards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = immutable("availabilityZone"))]
+    #[schemars(transform = immutable("availabilityZone"))]
     pub availability_zone: Option<String>,
     /// Whether instances launched in the Subnet get a public IP address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -111,36 +110,20 @@ pub struct SubnetObservation {
 /// `status` of a Subnet.
 pub type SubnetStatus = ManagedStatus<SubnetObservation>;
 
-/// `spec` of a Subnet.
-#[derive(CustomResource, KubeSchema, Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[kube(
-    group = "network.fakecloud.crossplane.io",
-    version = "v1alpha1",
-    kind = "Subnet",
-    singular = "subnet",
-    plural = "subnets",
-    status = "SubnetStatus",
-    derive = "PartialEq",
-    doc = "A Subnet: a range of a VPC's addresses in one availability zone.",
-    category = "crossplane",
-    category = "managed",
-    category = "fakecloud",
-    printcolumn = r#"{"name":"READY","type":"string","jsonPath":".status.conditions[?(@.type=='Ready')].status"}"#,
-    printcolumn = r#"{"name":"SYNCED","type":"string","jsonPath":".status.conditions[?(@.type=='Synced')].status"}"#,
-    printcolumn = r#"{"name":"EXTERNAL-NAME","type":"string","jsonPath":".metadata.annotations.crossplane\\.io/external-name"}"#,
-    printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
-)]
-#[x_kube(validation = required_to_create_or_referenced("vpcId", &["vpcIdRef", "vpcIdSelector"]))]
-#[x_kube(validation = required_to_create("cidrBlock"))]
-#[x_kube(validation = required_to_create("availabilityZone"))]
-#[serde(rename_all = "camelCase")]
-pub struct SubnetSpec {
-    /// The Crossplane fields: policies, provider config, connection secret.
-    #[serde(flatten)]
-    pub resource: ResourceSpec,
-    /// The desired state of the Subnet.
-    pub for_provider: SubnetParameters,
-    /// Values used only when creating the Subnet.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub init_provider: Option<SubnetInitParameters>,
+managed_resource! {
+    kind: "Subnet", root: "Subnet", spec: SubnetSpec, singular: "subnet", plural: "subnets",
+    groups: ["network.fakecloud.crossplane.io", "network.fakecloud.m.crossplane.io"],
+    docs: [
+        "A Subnet: a range of a VPC's addresses in one availability zone.",
+        "A Subnet: a range of a VPC's addresses in one availability zone."
+    ],
+    noun: "the Subnet",
+    status: "SubnetStatus",
+    for_provider: [SubnetParameters<ClusterScoped>, SubnetParameters<Namespaced>],
+    init_provider: SubnetInitParameters,
+    rules: [
+        required_to_create_or_referenced("vpcId", &["vpcIdRef", "vpcIdSelector"]),
+        required_to_create("cidrBlock"),
+        required_to_create("availabilityZone"),
+    ],
 }

@@ -2,11 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::common::{ManagedStatus, ResourceSpec};
+use crate::common::ManagedStatus;
 use crate::rules::{immutable, required_to_create};
 
 /// Whether instances in the VPC run on shared or dedicated hardware.
@@ -20,16 +19,16 @@ pub enum InstanceTenancy {
 }
 
 /// The desired state of a VPC (`spec.forProvider`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VpcParameters {
     /// Region of the VPC. Identifies the resource, so it is always required.
-    #[x_kube(validation = immutable("region"))]
+    #[schemars(transform = immutable("region"))]
     pub region: String,
     /// IPv4 range of the VPC in CIDR notation, e.g. `10.0.0.0/16`. Needed to
     /// create; cannot change afterwards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = immutable("cidrBlock"))]
+    #[schemars(transform = immutable("cidrBlock"))]
     pub cidr_block: Option<String>,
     /// Whether the VPC resolves DNS names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -107,35 +106,16 @@ pub struct VpcObservation {
 /// `status` of a VPC.
 pub type VpcStatus = ManagedStatus<VpcObservation>;
 
-/// `spec` of a VPC.
-#[derive(CustomResource, KubeSchema, Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[kube(
-    group = "network.fakecloud.crossplane.io",
-    version = "v1alpha1",
-    kind = "VPC",
-    root = "Vpc",
-    singular = "vpc",
-    plural = "vpcs",
-    status = "VpcStatus",
-    derive = "PartialEq",
-    doc = "A VPC: an isolated network in a fakecloud region.",
-    category = "crossplane",
-    category = "managed",
-    category = "fakecloud",
-    printcolumn = r#"{"name":"READY","type":"string","jsonPath":".status.conditions[?(@.type=='Ready')].status"}"#,
-    printcolumn = r#"{"name":"SYNCED","type":"string","jsonPath":".status.conditions[?(@.type=='Synced')].status"}"#,
-    printcolumn = r#"{"name":"EXTERNAL-NAME","type":"string","jsonPath":".metadata.annotations.crossplane\\.io/external-name"}"#,
-    printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
-)]
-#[x_kube(validation = required_to_create("cidrBlock"))]
-#[serde(rename_all = "camelCase")]
-pub struct VpcSpec {
-    /// The Crossplane fields: policies, provider config, connection secret.
-    #[serde(flatten)]
-    pub resource: ResourceSpec,
-    /// The desired state of the VPC.
-    pub for_provider: VpcParameters,
-    /// Values used only when creating the VPC.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub init_provider: Option<VpcInitParameters>,
+managed_resource! {
+    kind: "VPC", root: "Vpc", spec: VpcSpec, singular: "vpc", plural: "vpcs",
+    groups: ["network.fakecloud.crossplane.io", "network.fakecloud.m.crossplane.io"],
+    docs: [
+        "A VPC: an isolated network in a fakecloud region.",
+        "A VPC: an isolated network in a fakecloud region."
+    ],
+    noun: "the VPC",
+    status: "VpcStatus",
+    for_provider: [VpcParameters, VpcParameters],
+    init_provider: VpcInitParameters,
+    rules: [required_to_create("cidrBlock")],
 }

@@ -2,7 +2,7 @@
 //! `metadata.name`). The master password comes from
 //! `masterPasswordSecretRef`, or is generated once and handed to the
 //! runtime to keep in the connection Secret before the create call
-//! ([`ManagedKind::details_before_create`]), so neither a crash nor a
+//! ([`CloudKind::details_before_create`]), so neither a crash nor a
 //! restart rotates it.
 //!
 //! The password is write-only in the cloud, so observing cannot show that it
@@ -13,7 +13,8 @@
 //! password that still works. Without `writeConnectionSecretToRef` there is
 //! no record, so a rotation is not detected.
 
-use apis::kinds::DatabaseInstance;
+use apis::common::Scope;
+use apis::kinds::database_instance::DatabaseInstanceParameters;
 use rand::distr::{Alphanumeric, SampleString};
 use serde_json::{Map, Value};
 
@@ -21,7 +22,7 @@ use fakecloud::model::DatabaseStatus;
 
 use super::{create_body, deleted, observed, with_name};
 use crate::runtime::error::ExternalError;
-use crate::runtime::{Created, Details, ManagedKind, Readiness, Session};
+use crate::runtime::{CloudKind, Created, Details, Readiness, Session};
 
 /// Generated passwords: 32 alphanumerics, inside fakecloud's 8..128 and
 /// free of its forbidden `/ " @`.
@@ -30,11 +31,11 @@ const GENERATED_PASSWORD_LENGTH: usize = 32;
 const PASSWORD_KEY: &str = "password";
 
 /// The password the user asks for in `masterPasswordSecretRef`, if any.
-async fn wanted_password(
-    db: &DatabaseInstance,
+async fn wanted_password<S: Scope>(
+    db: &DatabaseInstanceParameters<S>,
     session: &Session<'_>,
 ) -> Result<Option<String>, ExternalError> {
-    match &db.spec.for_provider.master_password_secret_ref {
+    match &db.master_password_secret_ref {
         Some(selector) => session.secret_value(selector).await.map(Some),
         None => Ok(None),
     }
@@ -51,7 +52,7 @@ fn password_details(password: String) -> Details {
     Details::from([(PASSWORD_KEY.to_owned(), password)])
 }
 
-impl ManagedKind for DatabaseInstance {
+impl<S: Scope> CloudKind for DatabaseInstanceParameters<S> {
     type Observation = fakecloud::model::DatabaseInstance;
 
     const STEERING_FIELDS: &'static [&'static str] = &["region", "masterPasswordSecretRef"];
@@ -64,7 +65,7 @@ impl ManagedKind for DatabaseInstance {
         observed(
             session
                 .cloud
-                .get_database_instance(&self.spec.for_provider.region, identifier)
+                .get_database_instance(&self.region, identifier)
                 .await,
         )
     }
@@ -72,9 +73,7 @@ impl ManagedKind for DatabaseInstance {
     /// A generated password, unless the user names one or an earlier,
     /// interrupted attempt already generated and kept it.
     async fn details_before_create(&self, session: &Session<'_>) -> Result<Details, ExternalError> {
-        if self.spec.for_provider.master_password_secret_ref.is_some()
-            || applied_password(session).is_some()
-        {
+        if self.master_password_secret_ref.is_some() || applied_password(session).is_some() {
             return Ok(Details::new());
         }
         Ok(password_details(Alphanumeric.sample_string(
@@ -104,7 +103,7 @@ impl ManagedKind for DatabaseInstance {
         let body = create_body(desired)?;
         let created = session
             .cloud
-            .create_database_instance(&self.spec.for_provider.region, &body, Some(idempotency_key))
+            .create_database_instance(&self.region, &body, Some(idempotency_key))
             .await?;
         Ok(Created {
             external_name: created.resource.identifier,
@@ -124,7 +123,7 @@ impl ManagedKind for DatabaseInstance {
             .map(str::to_owned);
         session
             .cloud
-            .patch_database_instance(&self.spec.for_provider.region, identifier, &patch, None)
+            .patch_database_instance(&self.region, identifier, &patch, None)
             .await?;
         // Recorded only now, by the runtime: had the cloud refused it, the
         // connection Secret would still hold the password that works.
@@ -151,7 +150,7 @@ impl ManagedKind for DatabaseInstance {
         deleted(
             session
                 .cloud
-                .delete_database_instance(&self.spec.for_provider.region, identifier)
+                .delete_database_instance(&self.region, identifier)
                 .await,
         )
     }

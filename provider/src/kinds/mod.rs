@@ -12,41 +12,59 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::gate::{Gated, Shutdown};
+use crate::provider_config::ConfigKind;
 use crate::runtime::error::ExternalError;
 use crate::runtime::{Context, ManagedKind, run_controller};
 
-/// Every controller the CRD gate may start, keyed by CRD.
+/// Every controller the CRD gate may start, keyed by CRD: the four managed
+/// kinds in both scopes (the namespaced ones first: Crossplane v2's), and
+/// the three ProviderConfig kinds.
 pub fn gated() -> Vec<Gated> {
+    use apis::kinds::provider_config::{self, m};
+    use apis::kinds::{database_instance, nodegroup, subnet, vpc};
     vec![
-        managed::<apis::kinds::Vpc>("vpcs.network.fakecloud.crossplane.io"),
-        managed::<apis::kinds::Subnet>("subnets.network.fakecloud.crossplane.io"),
-        managed::<apis::kinds::NodeGroup>("nodegroups.compute.fakecloud.crossplane.io"),
-        managed::<apis::kinds::DatabaseInstance>(
-            "databaseinstances.database.fakecloud.crossplane.io",
-        ),
-        Gated {
-            crd_name: "providerconfigs.fakecloud.crossplane.io",
-            version: "v1alpha1",
-            kind: "ProviderConfig",
-            start: |ctx: Arc<Context>, kube: kube::Client, shutdown: Shutdown| {
-                Box::pin(crate::provider_config::run(ctx, kube, shutdown))
-            },
-        },
+        managed::<vpc::m::Vpc>(),
+        managed::<subnet::m::Subnet>(),
+        managed::<nodegroup::m::NodeGroup>(),
+        managed::<database_instance::m::DatabaseInstance>(),
+        managed::<vpc::Vpc>(),
+        managed::<subnet::Subnet>(),
+        managed::<nodegroup::NodeGroup>(),
+        managed::<database_instance::DatabaseInstance>(),
+        config::<m::ProviderConfig>(),
+        config::<m::ClusterProviderConfig>(),
+        config::<provider_config::ProviderConfig>(),
     ]
 }
 
-/// The gate entry of a managed kind: its controller is the generic one.
-fn managed<K: ManagedKind>(crd_name: &'static str) -> Gated {
-    // Once per kind at start-up: a label that lives as long as the process.
-    let kind: &'static str = K::kind(&()).into_owned().leak();
+/// The gate entry of a kind, keyed by its CRD's name.
+fn entry<K: kube::Resource<DynamicType = ()>>(start: crate::gate::Starter) -> Gated {
+    // Once per kind at start-up: labels that live as long as the process.
+    let crd_name = format!("{}.{}", K::plural(&()), K::group(&()));
     Gated {
-        crd_name,
+        crd_name: crd_name.leak(),
         version: "v1alpha1",
-        kind,
-        start: |ctx: Arc<Context>, kube: kube::Client, shutdown: Shutdown| {
+        kind: crate::runtime::kind_label::<K>().leak(),
+        start,
+    }
+}
+
+/// The gate entry of a managed kind: its controller is the generic one.
+fn managed<K: ManagedKind>() -> Gated {
+    entry::<K>(
+        |ctx: Arc<Context>, kube: kube::Client, shutdown: Shutdown| {
             Box::pin(run_controller::<K>(ctx, kube, shutdown))
         },
-    }
+    )
+}
+
+/// The gate entry of a ProviderConfig kind.
+fn config<P: ConfigKind>() -> Gated {
+    entry::<P>(
+        |ctx: Arc<Context>, kube: kube::Client, shutdown: Shutdown| {
+            Box::pin(crate::provider_config::run::<P>(ctx, kube, shutdown))
+        },
+    )
 }
 
 /// An observation from a `get_*` call: the resource, or `None` when the

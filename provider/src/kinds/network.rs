@@ -9,7 +9,9 @@ use serde_json::{Map, Value};
 
 use super::{create_body, deleted, observed};
 use crate::runtime::error::ExternalError;
-use crate::runtime::{Created, Details, ManagedKind, Readiness, Session};
+use apis::common::Scope;
+
+use crate::runtime::{CloudKind, Created, Details, Readiness, Session};
 
 /// Readiness of the network kinds: `pending` -> `available`.
 fn network_readiness(state: NetworkState) -> Readiness {
@@ -19,12 +21,12 @@ fn network_readiness(state: NetworkState) -> Readiness {
     }
 }
 
-/// One network kind: its managed type, fakecloud model and client calls.
-/// A macro rather than a generic impl because fakecloud's client names a
-/// method per kind.
+/// One network kind: its `forProvider` type (generic over the scope where
+/// it has references), fakecloud model and client calls. A macro rather
+/// than a generic impl because fakecloud's client names a method per kind.
 macro_rules! network_kind {
-    ($kind:ty, $model:ty, $get:ident, $create:ident, $patch:ident, $delete:ident) => {
-        impl ManagedKind for $kind {
+    ([$($generics:tt)*] $params:ty, $model:ty, $get:ident, $create:ident, $patch:ident, $delete:ident) => {
+        impl<$($generics)*> CloudKind for $params {
             type Observation = $model;
 
             const STEERING_FIELDS: &'static [&'static str] = &["region"];
@@ -34,7 +36,7 @@ macro_rules! network_kind {
                 session: &Session<'_>,
                 id: &str,
             ) -> Result<Option<Self::Observation>, ExternalError> {
-                observed(session.cloud.$get(&self.spec.for_provider.region, id).await)
+                observed(session.cloud.$get(&self.region, id).await)
             }
 
             async fn create(
@@ -47,7 +49,7 @@ macro_rules! network_kind {
                 let body = create_body(desired)?;
                 let created = session
                     .cloud
-                    .$create(&self.spec.for_provider.region, &body, Some(idempotency_key))
+                    .$create(&self.region, &body, Some(idempotency_key))
                     .await?;
                 Ok(Created::named(created.resource.id))
             }
@@ -60,7 +62,7 @@ macro_rules! network_kind {
             ) -> Result<Details, ExternalError> {
                 session
                     .cloud
-                    .$patch(&self.spec.for_provider.region, id, &patch, None)
+                    .$patch(&self.region, id, &patch, None)
                     .await?;
                 Ok(Details::new())
             }
@@ -69,7 +71,7 @@ macro_rules! network_kind {
                 deleted(
                     session
                         .cloud
-                        .$delete(&self.spec.for_provider.region, id)
+                        .$delete(&self.region, id)
                         .await,
                 )
             }
@@ -82,7 +84,7 @@ macro_rules! network_kind {
 }
 
 network_kind!(
-    apis::kinds::Vpc,
+    [] apis::kinds::vpc::VpcParameters,
     fakecloud::model::Vpc,
     get_vpc,
     create_vpc,
@@ -90,7 +92,7 @@ network_kind!(
     delete_vpc
 );
 network_kind!(
-    apis::kinds::Subnet,
+    [S: Scope] apis::kinds::subnet::SubnetParameters<S>,
     fakecloud::model::Subnet,
     get_subnet,
     create_subnet,

@@ -2,16 +2,17 @@
 //! `metadata.name`); `region` and `clusterName` locate it; `subnetIds` may
 //! come from references.
 
-use apis::kinds::NodeGroup;
+use apis::common::Scope;
+use apis::kinds::nodegroup::NodeGroupParameters;
 use serde_json::{Map, Value};
 
 use fakecloud::model::NodeGroupStatus;
 
 use super::{create_body, deleted, observed, with_name};
 use crate::runtime::error::ExternalError;
-use crate::runtime::{Created, Details, ManagedKind, Readiness, Session};
+use crate::runtime::{CloudKind, Created, Details, Readiness, Session};
 
-impl ManagedKind for NodeGroup {
+impl<S: Scope> CloudKind for NodeGroupParameters<S> {
     type Observation = fakecloud::model::NodeGroup;
 
     const STEERING_FIELDS: &'static [&'static str] = &["region", "clusterName"];
@@ -21,11 +22,10 @@ impl ManagedKind for NodeGroup {
         session: &Session<'_>,
         name: &str,
     ) -> Result<Option<Self::Observation>, ExternalError> {
-        let p = &self.spec.for_provider;
         observed(
             session
                 .cloud
-                .get_node_group(&p.region, &p.cluster_name, name)
+                .get_node_group(&self.region, &self.cluster_name, name)
                 .await,
         )
     }
@@ -37,11 +37,15 @@ impl ManagedKind for NodeGroup {
         desired: Value,
         idempotency_key: &str,
     ) -> Result<Created, ExternalError> {
-        let p = &self.spec.for_provider;
         let body = create_body(with_name(desired, "name", name)?)?;
         let created = session
             .cloud
-            .create_node_group(&p.region, &p.cluster_name, &body, Some(idempotency_key))
+            .create_node_group(
+                &self.region,
+                &self.cluster_name,
+                &body,
+                Some(idempotency_key),
+            )
             .await?;
         Ok(Created::named(created.resource.name))
     }
@@ -52,20 +56,18 @@ impl ManagedKind for NodeGroup {
         name: &str,
         patch: Map<String, Value>,
     ) -> Result<Details, ExternalError> {
-        let p = &self.spec.for_provider;
         session
             .cloud
-            .patch_node_group(&p.region, &p.cluster_name, name, &patch, None)
+            .patch_node_group(&self.region, &self.cluster_name, name, &patch, None)
             .await?;
         Ok(Details::new())
     }
 
     async fn delete(&self, session: &Session<'_>, name: &str) -> Result<(), ExternalError> {
-        let p = &self.spec.for_provider;
         deleted(
             session
                 .cloud
-                .delete_node_group(&p.region, &p.cluster_name, name)
+                .delete_node_group(&self.region, &self.cluster_name, name)
                 .await,
         )
     }

@@ -77,15 +77,18 @@ pub trait Cluster: Send + Sync {
         key: &'a ObjectKey,
     ) -> BoxFuture<'a, Result<Option<Value>, kube::Error>>;
 
-    /// The objects of a resource, in every namespace, whose labels match
-    /// `labels` (a `k=v,k2=v2` selector; empty matches all).
+    /// The objects of a resource, in `namespace` (every namespace when
+    /// `None`), whose labels match `labels` (a `k=v,k2=v2` selector; empty
+    /// matches all).
     fn list<'a>(
         &'a self,
         resource: &'a ApiResource,
+        namespace: Option<&'a str>,
         labels: &'a str,
     ) -> BoxFuture<'a, Result<Vec<Value>, kube::Error>>;
 
-    /// How many objects of a resource, in every namespace, match `labels`,
+    /// How many objects of a resource, in `namespace` (every namespace when
+    /// `None`), match `labels`,
     /// for a resource that is counted again and again (ProviderConfigUsages,
     /// on every recount): served from a watch cache of the whole resource,
     /// the selector matched here, so a steady recount costs the API server
@@ -93,6 +96,7 @@ pub trait Cluster: Send + Sync {
     fn count_watched<'a>(
         &'a self,
         resource: &'a ApiResource,
+        namespace: Option<&'a str>,
         labels: &'a str,
     ) -> BoxFuture<'a, Result<usize, kube::Error>>;
 
@@ -319,6 +323,7 @@ impl Cluster for KubeCluster {
     fn count_watched<'a>(
         &'a self,
         resource: &'a ApiResource,
+        namespace: Option<&'a str>,
         labels: &'a str,
     ) -> BoxFuture<'a, Result<usize, kube::Error>> {
         Box::pin(async move {
@@ -332,6 +337,7 @@ impl Cluster for KubeCluster {
                 .await?
                 .state()
                 .iter()
+                .filter(|object| namespace.is_none() || object.namespace().as_deref() == namespace)
                 .filter(|object| selector_matches(object.labels(), labels))
                 .count())
         })
@@ -340,10 +346,16 @@ impl Cluster for KubeCluster {
     fn list<'a>(
         &'a self,
         resource: &'a ApiResource,
+        namespace: Option<&'a str>,
         labels: &'a str,
     ) -> BoxFuture<'a, Result<Vec<Value>, kube::Error>> {
         Box::pin(async move {
-            let api = Api::<DynamicObject>::all_with(self.client.clone(), resource);
+            let api = match namespace {
+                Some(namespace) => {
+                    Api::<DynamicObject>::namespaced_with(self.client.clone(), namespace, resource)
+                }
+                None => Api::<DynamicObject>::all_with(self.client.clone(), resource),
+            };
             self.guard
                 .run(api.list(&ListParams::default().labels(labels)))
                 .await?

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use apis::common::SecretReference;
+use apis::common::SecretLocation;
 use apis::well_known::CONNECTION_SECRET_TYPE;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
@@ -19,7 +19,7 @@ use super::error::ConnectionError;
 /// Where a resource's connection details go, and who owns them.
 #[derive(Debug, Clone)]
 pub struct ConnectionSecret {
-    pub target: SecretReference,
+    pub target: SecretLocation,
     /// The MR, as the Secret's controller.
     pub owner: OwnerReference,
 }

@@ -92,20 +92,22 @@ pub enum ConnectionError {
     },
 }
 
-/// Finding the ProviderConfig and its credentials failed.
+/// Finding the ProviderConfig and its credentials failed. `name` and
+/// `provider_config` describe the ProviderConfig by kind, name and, for a
+/// namespaced one, namespace.
 #[derive(Debug, Error)]
 pub enum ConnectError {
-    #[error("ProviderConfig {0:?} does not exist: create it or set spec.providerConfigRef")]
+    #[error("{0} does not exist: create it or set spec.providerConfigRef")]
     ProviderConfigMissing(String),
-    #[error("cannot get ProviderConfig {name:?}: {source}")]
+    #[error("cannot get {name}: {source}")]
     ProviderConfigRead {
         name: String,
         #[source]
         source: kube::Error,
     },
-    #[error("ProviderConfig {0:?} uses source Secret but has no credentials.secretRef")]
+    #[error("{0} uses source Secret but has no credentials.secretRef")]
     SecretRefMissing(String),
-    #[error("cannot read the credentials of ProviderConfig {provider_config:?}: {source}")]
+    #[error("cannot read the credentials of {provider_config}: {source}")]
     Credentials {
         provider_config: String,
         #[source]

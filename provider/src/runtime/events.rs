@@ -1,10 +1,12 @@
-//! Kubernetes Events about managed resources, written as core/v1 Events in
-//! the `default` namespace, as crossplane-runtime's recorder does.
+//! Kubernetes Events about managed resources, written as core/v1 Events: in
+//! a namespaced resource's own namespace (where its owner can read them),
+//! and in the `default` namespace for a cluster-scoped one, as
+//! crossplane-runtime's recorder does.
 //!
 //! Not kube's `events.k8s.io` recorder: API servers before 1.22 reject a
 //! new-style Event about a cluster-scoped object unless it lives in
-//! `kube-system`, and every managed resource is cluster-scoped. The legacy
-//! form is accepted by every version and shown by `kubectl describe`.
+//! `kube-system`. The legacy form is accepted by every version and shown by
+//! `kubectl describe`.
 //!
 //! Repeats are aggregated, as client-go's event correlator does: the same
 //! type, reason and message about the same object again raises the first
@@ -72,9 +74,13 @@ impl Recorder {
             reason.to_owned(),
             message.to_owned(),
         );
+        let namespace = regarding
+            .namespace
+            .clone()
+            .unwrap_or_else(|| EVENT_NAMESPACE.to_owned());
         let seen = self.written().get(&identity).cloned();
         if let Some((name, count)) = seen {
-            let at = ObjectKey::of::<Event>(Some(EVENT_NAMESPACE), &name);
+            let at = ObjectKey::of::<Event>(Some(&namespace), &name);
             let patch = json!({ "count": count + 1, "lastTimestamp": &now });
             match self.cluster.merge_patch(&at, patch).await {
                 Ok(_) => {
@@ -91,11 +97,11 @@ impl Recorder {
             regarding.name.as_deref().unwrap_or("object"),
             now.0.as_nanosecond()
         );
-        let at = ObjectKey::of::<Event>(Some(EVENT_NAMESPACE), &name);
+        let at = ObjectKey::of::<Event>(Some(&namespace), &name);
         let event = Event {
             metadata: ObjectMeta {
                 name: Some(name.clone()),
-                namespace: Some(EVENT_NAMESPACE.to_owned()),
+                namespace: Some(namespace.clone()),
                 ..ObjectMeta::default()
             },
             involved_object: regarding,

@@ -88,14 +88,25 @@ impl Fixture {
 
     /// The managed resource as the API server holds it now.
     fn current<K: ManagedKind>(&self, name: &str) -> Option<K> {
+        self.current_at(&key::<K>(name))
+    }
+
+    /// The managed resource at `at` (of any scope) as the API server holds
+    /// it now.
+    fn current_at<K: ManagedKind>(&self, at: &ObjectKey) -> Option<K> {
         self.cluster
-            .object(&key::<K>(name))
+            .object(at)
             .map(|o| serde_json::from_value(o).unwrap())
     }
 
     /// One reconcile of the current copy.
     async fn reconcile<K: ManagedKind>(&self, name: &str) -> Outcome {
-        let mr: K = self.current(name).expect("the managed resource exists");
+        self.reconcile_at::<K>(&key::<K>(name)).await
+    }
+
+    /// One reconcile of the current copy of the resource at `at`.
+    async fn reconcile_at<K: ManagedKind>(&self, at: &ObjectKey) -> Outcome {
+        let mr: K = self.current_at(at).expect("the managed resource exists");
         reconcile_once(&mr, &self.ctx, never_deferred).await
     }
 
@@ -117,7 +128,12 @@ impl Fixture {
 
     /// `(status, message)` of a condition of the current copy.
     fn condition<K: ManagedKind>(&self, name: &str, type_: &str) -> Option<(String, String)> {
-        let object = self.cluster.object(&key::<K>(name))?;
+        self.condition_at(&key::<K>(name), type_)
+    }
+
+    /// `(status, message)` of a condition of the object at `at`.
+    fn condition_at(&self, at: &ObjectKey, type_: &str) -> Option<(String, String)> {
+        let object = self.cluster.object(at)?;
         let conditions = object.pointer("/status/conditions")?.as_array()?.clone();
         conditions
             .into_iter()
@@ -622,6 +638,180 @@ async fn a_connection_secret_of_another_owner_is_never_written() {
         .object(&ObjectKey::of::<Secret>(Some("apps"), "db-conn"))
         .unwrap();
     assert_eq!(untouched["data"], json!({ "note": "bWluZQ==" }));
+    assert_eq!(f.cloud_count(Kind::DatabaseInstance).await, 0);
+    f.cloud.shutdown().await.unwrap();
+}
+
+/// A Secret holding `key: value`.
+fn secret(key: &str, value: &str) -> Value {
+    json!({ "data": { key: ByteString(value.as_bytes().to_vec()) } })
+}
+
+#[tokio::test]
+async fn a_namespaced_database_keeps_to_its_namespace() {
+    use apis::kinds::database_instance::m::DatabaseInstance;
+    use apis::kinds::provider_config::m;
+    use apis::well_known::{PROVIDER_CONFIG_KIND_LABEL, PROVIDER_CONFIG_NAME_LABEL};
+    let f = Fixture::new().await;
+    let api_key = f.cloud.api_key().to_owned();
+    f.cluster.insert(
+        &ObjectKey::of::<Secret>(Some("app"), "creds"),
+        secret("apiKey", &api_key),
+    );
+    f.cluster.insert(
+        &ObjectKey::of::<m::ProviderConfig>(Some("app"), "team"),
+        json!({ "spec": {
+            "endpoint": f.cloud.base_url(),
+            "credentials": { "source": "Secret", "secretRef": { "name": "creds", "key": "apiKey" } },
+        } }),
+    );
+    f.cluster.insert(
+        &ObjectKey::of::<Secret>(Some("app"), "pw"),
+        secret("password", "correct-horse-9"),
+    );
+    let at = ObjectKey::of::<DatabaseInstance>(Some("app"), "db");
+    f.cluster.insert(
+        &at,
+        json!({ "spec": {
+            "providerConfigRef": { "kind": "ProviderConfig", "name": "team" },
+            "writeConnectionSecretToRef": { "name": "db-conn" },
+            "forProvider": {
+                "region": REGION, "engine": "postgres", "instanceClass": "db.t3.micro",
+                "allocatedStorage": 20, "masterUsername": "admin",
+                "masterPasswordSecretRef": { "name": "pw", "key": "password" },
+            },
+        } }),
+    );
+
+    assert_eq!(
+        f.reconcile_at::<DatabaseInstance>(&at).await.result,
+        "success"
+    );
+    assert_eq!(f.cloud_count(Kind::DatabaseInstance).await, 1);
+    f.reconcile_at::<DatabaseInstance>(&at).await;
+
+    // The connection Secret is in the resource's namespace, with the
+    // password read from the resource's namespace.
+    let conn: Secret = serde_json::from_value(
+        f.cluster
+            .object(&ObjectKey::of::<Secret>(Some("app"), "db-conn"))
+            .expect("the connection Secret is in namespace app"),
+    )
+    .unwrap();
+    assert_eq!(conn.data.unwrap()["password"].0, b"correct-horse-9");
+    let secrets = f.cluster.all("v1", "Secret");
+    assert!(
+        secrets.iter().all(|s| s["metadata"]["namespace"] == "app"
+            || s["metadata"]["namespace"] == "crossplane-system"),
+        "{secrets:?}"
+    );
+    // The usage is namespaced, beside the resource, labelled as v2 does.
+    let uid = f
+        .current_at::<DatabaseInstance>(&at)
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap();
+    let usage = f
+        .cluster
+        .object(&ObjectKey::of::<m::ProviderConfigUsage>(Some("app"), &uid))
+        .expect("the usage is recorded in namespace app");
+    assert_eq!(
+        usage["metadata"]["labels"][PROVIDER_CONFIG_NAME_LABEL],
+        "team"
+    );
+    assert_eq!(
+        usage["metadata"]["labels"][PROVIDER_CONFIG_KIND_LABEL],
+        "ProviderConfig"
+    );
+    assert_eq!(usage["resourceRef"]["kind"], "DatabaseInstance");
+    assert!(
+        f.cluster
+            .all("fakecloud.crossplane.io/v1alpha1", "ProviderConfigUsage")
+            .is_empty()
+    );
+    // Its Events are in its namespace too.
+    let events = f.cluster.all("v1", "Event");
+    assert!(!events.is_empty());
+    assert!(
+        events.iter().all(|e| e["metadata"]["namespace"] == "app"),
+        "{events:?}"
+    );
+    f.cloud.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_namespaced_resource_cannot_reach_another_namespaces_config_or_secrets() {
+    use apis::kinds::database_instance::m::DatabaseInstance;
+    use apis::kinds::provider_config::m;
+    use apis::kinds::vpc::m::Vpc;
+    let f = Fixture::new().await;
+    let api_key = f.cloud.api_key().to_owned();
+    // Another team's ProviderConfig, credentials and password, in "other".
+    f.cluster.insert(
+        &ObjectKey::of::<Secret>(Some("other"), "creds"),
+        secret("apiKey", &api_key),
+    );
+    f.cluster.insert(
+        &ObjectKey::of::<m::ProviderConfig>(Some("other"), "team"),
+        json!({ "spec": {
+            "endpoint": f.cloud.base_url(),
+            "credentials": { "source": "Secret", "secretRef": { "name": "creds", "key": "apiKey" } },
+        } }),
+    );
+    f.cluster.insert(
+        &ObjectKey::of::<Secret>(Some("other"), "pw"),
+        secret("password", "not-yours-123"),
+    );
+    f.cluster.insert(
+        &ObjectKey::of::<m::ClusterProviderConfig>(None, "default"),
+        json!({ "spec": {
+            "endpoint": f.cloud.base_url(),
+            "credentials": { "source": "Secret", "secretRef": {
+                "namespace": "other", "name": "creds", "key": "apiKey" } },
+        } }),
+    );
+
+    let vpc = ObjectKey::of::<Vpc>(Some("app"), "net");
+    f.cluster.insert(
+        &vpc,
+        json!({ "spec": {
+            "providerConfigRef": { "kind": "ProviderConfig", "name": "team" },
+            "forProvider": { "region": REGION, "cidrBlock": "10.0.0.0/16" },
+        } }),
+    );
+    assert_eq!(f.reconcile_at::<Vpc>(&vpc).await.result, "error");
+    let (status, message) = f.condition_at(&vpc, TYPE_SYNCED).unwrap();
+    assert_eq!(status, "False");
+    assert!(
+        message.contains(r#"ProviderConfig "team" in namespace "app" does not exist"#),
+        "{message}"
+    );
+
+    // The default ClusterProviderConfig serves every namespace, but a
+    // password Secret is looked up in the resource's own namespace only.
+    let db = ObjectKey::of::<DatabaseInstance>(Some("app"), "db");
+    f.cluster.insert(
+        &db,
+        json!({ "spec": {
+            "forProvider": {
+                "region": REGION, "engine": "postgres", "instanceClass": "db.t3.micro",
+                "allocatedStorage": 20, "masterUsername": "admin",
+                "masterPasswordSecretRef": { "name": "pw", "key": "password" },
+            },
+        } }),
+    );
+    assert_eq!(
+        f.reconcile_at::<DatabaseInstance>(&db).await.result,
+        "error"
+    );
+    let (status, message) = f.condition_at(&db, TYPE_SYNCED).unwrap();
+    assert_eq!(status, "False");
+    assert!(
+        message.contains("Secret app/pw does not exist"),
+        "{message}"
+    );
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 0);
     assert_eq!(f.cloud_count(Kind::DatabaseInstance).await, 0);
     f.cloud.shutdown().await.unwrap();
 }

@@ -41,7 +41,21 @@ impl Created {
     }
 }
 
-/// A managed-resource kind the generic reconciler can run.
+/// A managed-resource kind the generic reconciler can run, in either scope:
+/// an [`apis::Managed`] resource whose `forProvider` type knows its cloud
+/// calls ([`CloudKind`]).
+pub trait ManagedKind: apis::Managed<ForProvider: CloudKind> {}
+
+impl<K: apis::Managed<ForProvider: CloudKind>> ManagedKind for K {}
+
+/// What the cloud reports of a kind `K`.
+pub type Observation<K> = <<K as apis::Managed>::ForProvider as CloudKind>::Observation;
+
+/// The cloud side of a kind, implemented on its `forProvider` type: the
+/// calls read nothing of the resource but its desired state and the
+/// [`Session`], so one implementation serves the namespaced and the
+/// cluster-scoped resource alike (the scope only changes where the session
+/// finds Secrets).
 ///
 /// The kind never writes the connection Secret: it reads what it holds from
 /// the [`Session`] and returns the details to keep; the runtime is the
@@ -50,7 +64,7 @@ impl Created {
 /// The type facts (spec fields, external-name origin, references,
 /// connection-detail keys) come from [`apis::Managed`]; this trait adds the
 /// cloud calls.
-pub trait ManagedKind: apis::Managed {
+pub trait CloudKind: Sized {
     /// The cloud's own model of the resource (a fakecloud wire type): what
     /// observe returns and what readiness and connection details read, so a
     /// renamed field or state in fakecloud's model fails to compile here
@@ -145,7 +159,7 @@ pub trait ManagedKind: apis::Managed {
 /// Every top-level `forProvider` key of `K` that is not part of the cloud
 /// resource: its steering fields plus its reference and selector fields.
 pub fn non_cloud_fields<K: ManagedKind>() -> Vec<&'static str> {
-    let mut fields = K::STEERING_FIELDS.to_vec();
+    let mut fields = K::ForProvider::STEERING_FIELDS.to_vec();
     for reference in K::REFERENCES {
         fields.push(reference.reference_field);
         fields.push(reference.selector_field);

@@ -4,7 +4,7 @@
 
 mod backoff;
 pub mod cluster;
-mod connect;
+pub(crate) mod connect;
 mod connection;
 mod echo;
 pub mod error;
@@ -30,7 +30,7 @@ pub use backoff::{Backoff, Intent};
 pub use cluster::{Cluster, KubeCluster};
 pub use connect::Connector;
 pub use events::{EventType, Recorder};
-pub use kind::{Created, ManagedKind, Readiness};
+pub use kind::{CloudKind, Created, ManagedKind, Readiness};
 pub use session::{Details, Session};
 
 use crate::metrics::Metrics;
@@ -52,6 +52,19 @@ pub const CONFLICT_RETRY: std::time::Duration = std::time::Duration::from_millis
 /// event wakes it first ([`echo`]); this bound only matters if that event
 /// never comes.
 pub const CATCH_UP_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The label of kind `K` in metrics, logs and activation tracking: its
+/// kind, followed by `.m` for the kinds of a `*.m.crossplane.io` group
+/// (the namespaced managed kinds and their ProviderConfigs), so that
+/// `VPC` (legacy, cluster-scoped) and `VPC.m` (namespaced) are told apart.
+pub fn kind_label<K: kube::Resource<DynamicType = ()>>() -> String {
+    let kind = K::kind(&());
+    if K::group(&()).contains(".m.") {
+        format!("{kind}.m")
+    } else {
+        kind.into_owned()
+    }
+}
 
 /// Settings the reconciler reads on every run.
 #[derive(Debug, Clone)]

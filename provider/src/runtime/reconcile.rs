@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use apis::ExternalNameOrigin;
 use apis::common::condition::{ConditionStatus, TYPE_READY, TYPE_SYNCED};
-use apis::common::{Condition, ManagedStatus};
+use apis::common::{CommonSpec, Condition, ManagedStatus};
 use apis::well_known::{
     EXTERNAL_CREATE_FAILED_ANNOTATION, EXTERNAL_CREATE_PENDING_ANNOTATION,
     EXTERNAL_CREATE_SUCCEEDED_ANNOTATION, EXTERNAL_NAME_ANNOTATION, MANAGED_RESOURCE_FINALIZER,
@@ -27,10 +27,10 @@ use super::cluster::{ObjectKey, typed};
 use super::connection::ConnectionSecret;
 use super::echo::Lag;
 use super::error::ReconcileError;
-use super::kind::{Created, ManagedKind, Readiness, non_cloud_fields};
+use super::kind::{CloudKind, Created, ManagedKind, Observation, Readiness, non_cloud_fields};
 use super::references::Resolver;
 use super::session::Session;
-use super::{CATCH_UP_LIMIT, CONFLICT_RETRY, Context, ControllerContext, EventType};
+use super::{CATCH_UP_LIMIT, CONFLICT_RETRY, Context, ControllerContext, EventType, kind_label};
 use crate::fields::{late_initialize, merge_init_under, without_keys};
 use crate::plan::{
     self, CreateMarks, DeleteStep, Observed, RecordCreated, Step, delete_step, idempotency_key,
@@ -104,7 +104,7 @@ pub async fn reconcile_once<K: ManagedKind>(
         // write from this copy would be refused. Make no call; the watch
         // event of the newer copy wakes the next reconcile.
         ctx.metrics
-            .record_reconcile(&K::kind(&()), "conflict", Duration::ZERO);
+            .record_reconcile(&kind_label::<K>(), "conflict", Duration::ZERO);
         let wait = match lag {
             Lag::CaughtUp => Duration::ZERO,
             Lag::Waiting => CATCH_UP_LIMIT,
@@ -124,7 +124,7 @@ pub async fn reconcile_once<K: ManagedKind>(
     if let Some(version) = &version {
         ctx.own_writes.handled(&key, version);
     }
-    let kind = K::kind(&()).into_owned();
+    let kind = kind_label::<K>();
     if let Some(latency) = ctx.activations.first_reconcile(&kind) {
         ctx.metrics
             .activation_latency
@@ -135,6 +135,7 @@ pub async fn reconcile_once<K: ManagedKind>(
     let span = info_span!(
         "reconcile",
         kind = %kind,
+        namespace = mr.namespace().unwrap_or_default(),
         name = %name,
         external_name = field::Empty
     );
@@ -220,7 +221,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             .unwrap_or_default();
         Self {
             ctx,
-            kind: K::kind(&()).into_owned(),
+            kind: kind_label::<K>(),
             status: original.clone(),
             original,
             mr,
@@ -269,10 +270,11 @@ impl<'a, K: ManagedKind> Run<'a, K> {
     }
 
     async fn steps(&mut self) -> Result<Next, ReconcileError> {
-        let spec = self.mr.resource_spec().clone();
+        let spec = self.mr.resource_spec();
+        let deletion_policy = spec.deletion_policy();
         let paused_annotation = self.annotation(PAUSED_ANNOTATION).as_deref() == Some("true");
         let actions = match policy::mode(
-            &spec.management_policies,
+            spec.management_policies(),
             paused_annotation,
             self.ctx.settings.management_policies_enabled,
         ) {
@@ -293,7 +295,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
 
         if self.mr.meta().deletion_timestamp.is_some() {
             return self
-                .delete(orphans_on_delete(actions, &spec.deletion_policy))
+                .delete(orphans_on_delete(actions, &deletion_policy))
                 .await;
         }
 
@@ -305,7 +307,11 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             external_name = Some(name);
         }
 
-        let resolver = Resolver::new(&*self.ctx.cluster, self.controller_ref());
+        let resolver = Resolver::new(
+            &*self.ctx.cluster,
+            self.controller_ref(),
+            self.mr.namespace(),
+        );
         if let Some(for_provider) = resolver
             .resolve(&self.spec_json("forProvider"), K::REFERENCES)
             .await?
@@ -332,6 +338,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             self.status.at_provider = Some(at_provider.clone());
             let details = self
                 .mr
+                .for_provider()
                 .connection_details(&session, seen)
                 .await
                 .map_err(ReconcileError::ConnectionDetails)?;
@@ -346,6 +353,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
                 deleting: false, ..
             } if actions.update => self
                 .mr
+                .for_provider()
                 .write_only_drift(&session)
                 .await
                 .map_err(ReconcileError::Observe)?,
@@ -361,14 +369,18 @@ impl<'a, K: ManagedKind> Run<'a, K> {
                 if actions.late_initialize {
                     self.late_initialize(at_provider).await?;
                 }
-                let readiness = K::readiness(seen);
+                let readiness = K::ForProvider::readiness(seen);
                 let updated = matches!(step, Step::Update(_));
                 if let Step::Update(patch) = step {
                     let name = external_name.as_deref().unwrap_or_default();
                     info!(fields = ?patch.keys().collect::<Vec<_>>(), "updating external resource");
                     let accepted = self
                         .ctx
-                        .call(&self.kind, "update", self.mr.update(&session, name, patch))
+                        .call(
+                            &self.kind,
+                            "update",
+                            self.mr.for_provider().update(&session, name, patch),
+                        )
                         .await
                         .map_err(ReconcileError::Update)?;
                     session.record(accepted).await?;
@@ -415,7 +427,11 @@ impl<'a, K: ManagedKind> Run<'a, K> {
                 let name = external_name.unwrap_or_default();
                 info!("deleting external resource");
                 self.ctx
-                    .call(&self.kind, "delete", self.mr.delete(&session, &name))
+                    .call(
+                        &self.kind,
+                        "delete",
+                        self.mr.for_provider().delete(&session, &name),
+                    )
                     .await
                     .map_err(ReconcileError::Delete)?;
                 self.event(
@@ -451,6 +467,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
         // before the call that uses them, so no crash can lose them.
         let before = self
             .mr
+            .for_provider()
             .details_before_create(session)
             .await
             .map_err(ReconcileError::Create)?;
@@ -467,7 +484,9 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             .call(
                 &self.kind,
                 "create",
-                self.mr.create(session, external_name, desired, &key),
+                self.mr
+                    .for_provider()
+                    .create(session, external_name, desired, &key),
             )
             .await
         {
@@ -594,8 +613,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
         let connection = self
             .mr
             .resource_spec()
-            .write_connection_secret_to_ref
-            .clone()
+            .connection_secret(self.mr.namespace().as_deref())
             .map(|target| ConnectionSecret {
                 target,
                 owner: self.owner_ref(),
@@ -604,6 +622,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
         Ok(Session::open(
             cloud,
             &*self.ctx.cluster,
+            self.mr.namespace(),
             connection,
             self.ctx.metrics.kube_write_counter(&self.kind, "secret"),
         )
@@ -614,12 +633,16 @@ impl<'a, K: ManagedKind> Run<'a, K> {
         &self,
         session: &Session<'_>,
         external_name: Option<&str>,
-    ) -> Result<Option<K::Observation>, ReconcileError> {
+    ) -> Result<Option<Observation<K>>, ReconcileError> {
         let Some(name) = external_name else {
             return Ok(None);
         };
         self.ctx
-            .call(&self.kind, "observe", self.mr.observe(session, name))
+            .call(
+                &self.kind,
+                "observe",
+                self.mr.for_provider().observe(session, name),
+            )
             .await
             .map_err(ReconcileError::Observe)
     }
@@ -856,11 +879,11 @@ fn annotations_patch(annotations: &[(&str, Option<String>)]) -> Value {
 /// The kind's typed observation as the plain data the decisions in
 /// [`crate::plan`] work on: `status.atProvider` JSON and whether the cloud
 /// is deleting it.
-fn observed_of<K: ManagedKind>(seen: Option<&K::Observation>) -> Observed {
+fn observed_of<K: ManagedKind>(seen: Option<&Observation<K>>) -> Observed {
     match seen {
         None => Observed::Missing,
         Some(seen) => Observed::Exists {
-            deleting: K::readiness(seen) == Readiness::Deleting,
+            deleting: K::ForProvider::readiness(seen) == Readiness::Deleting,
             at_provider: serde_json::to_value(seen).expect("fakecloud's models serialize"),
         },
     }

@@ -5,9 +5,15 @@
 //! Values come from the referenced objects (`status.atProvider.id`).
 //! Observe-only resources resolve like any other: their `atProvider` is
 //! filled by observation alone.
+//!
+//! A namespaced resource's references and selectors look in its own
+//! namespace unless they name another (Crossplane v2 allows references
+//! across namespaces); a legacy resource's point at cluster-scoped objects.
+//! Both parse as the namespaced shape, whose `namespace` a legacy
+//! reference never has.
 
 use apis::ReferenceField;
-use apis::common::{Reference, ReferencePolicy, Selector};
+use apis::common::{NamespacedReference, NamespacedSelector, ReferencePolicy};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{ApiResource, GroupVersionKind};
 use serde_json::Value;
@@ -20,13 +26,20 @@ pub struct Resolver<'a> {
     cluster: &'a dyn Cluster,
     /// The resolving resource's controller, for `matchControllerRef`.
     controller: Option<OwnerReference>,
+    /// The resolving resource's namespace (`None` when cluster-scoped).
+    namespace: Option<String>,
 }
 
 impl<'a> Resolver<'a> {
-    pub fn new(cluster: &'a dyn Cluster, controller: Option<OwnerReference>) -> Self {
+    pub fn new(
+        cluster: &'a dyn Cluster,
+        controller: Option<OwnerReference>,
+        namespace: Option<String>,
+    ) -> Self {
         Self {
             cluster,
             controller,
+            namespace,
         }
     }
 
@@ -55,7 +68,7 @@ impl<'a> Resolver<'a> {
         field: &ReferenceField,
     ) -> Result<Option<Value>, ReferenceError> {
         let parse = |key: &str| for_provider.get(key).filter(|v| !v.is_null()).cloned();
-        let references: Vec<Reference> = match parse(field.reference_field) {
+        let references: Vec<NamespacedReference> = match parse(field.reference_field) {
             Some(Value::Array(items)) => items
                 .into_iter()
                 .filter_map(|v| serde_json::from_value(v).ok())
@@ -63,7 +76,7 @@ impl<'a> Resolver<'a> {
             Some(single) => serde_json::from_value(single).into_iter().collect(),
             None => Vec::new(),
         };
-        let selector: Option<Selector> =
+        let selector: Option<NamespacedSelector> =
             parse(field.selector_field).and_then(|v| serde_json::from_value(v).ok());
         if references.is_empty() && selector.is_none() {
             return Ok(None);
@@ -82,7 +95,7 @@ impl<'a> Resolver<'a> {
             return Ok(None);
         }
 
-        let names = if references.is_empty() {
+        let targets = if references.is_empty() {
             let mut names = self
                 .select(field, selector.as_ref().expect("checked above"))
                 .await?;
@@ -91,11 +104,17 @@ impl<'a> Resolver<'a> {
             }
             names
         } else {
-            references.into_iter().map(|r| r.name).collect()
+            references
+                .into_iter()
+                .map(|r| Target {
+                    namespace: r.namespace.or_else(|| self.namespace.clone()),
+                    name: r.name,
+                })
+                .collect()
         };
-        let mut values = Vec::with_capacity(names.len());
-        for name in &names {
-            match self.value_of(field, name).await {
+        let mut values = Vec::with_capacity(targets.len());
+        for target in &targets {
+            match self.value_of(field, target).await {
                 Ok(value) => values.push(value),
                 Err(_) if policy.is_optional() => {}
                 Err(error) => return Err(error),
@@ -125,12 +144,17 @@ impl<'a> Resolver<'a> {
     }
 
     /// The referenced object's value at the field's pointer.
-    async fn value_of(&self, field: &ReferenceField, name: &str) -> Result<String, ReferenceError> {
+    async fn value_of(
+        &self,
+        field: &ReferenceField,
+        target: &Target,
+    ) -> Result<String, ReferenceError> {
         let key = ObjectKey {
             resource: Self::resource(field),
-            namespace: None,
-            name: name.to_owned(),
+            namespace: target.namespace.clone(),
+            name: target.name.clone(),
         };
+        let name = target.to_string();
         let object = self
             .cluster
             .get(&key)
@@ -141,7 +165,7 @@ impl<'a> Resolver<'a> {
             })?
             .ok_or_else(|| ReferenceError::NotFound {
                 kind: field.target_kind,
-                name: name.to_owned(),
+                name: name.clone(),
             })?;
         object
             .pointer(field.target_value_pointer)
@@ -150,18 +174,23 @@ impl<'a> Resolver<'a> {
             .map(str::to_owned)
             .ok_or_else(|| ReferenceError::NotReady {
                 kind: field.target_kind,
-                name: name.to_owned(),
+                name,
                 pointer: field.target_value_pointer,
             })
     }
 
-    /// Names of the objects a selector matches, sorted so the result is
+    /// The objects a selector matches, in its namespace (the resolving
+    /// resource's own unless it names one), sorted by name so the result is
     /// stable from one reconcile to the next.
     async fn select(
         &self,
         field: &ReferenceField,
-        selector: &Selector,
-    ) -> Result<Vec<String>, ReferenceError> {
+        selector: &NamespacedSelector,
+    ) -> Result<Vec<Target>, ReferenceError> {
+        let namespace = selector
+            .namespace
+            .clone()
+            .or_else(|| self.namespace.clone());
         let labels = selector
             .match_labels
             .iter()
@@ -171,7 +200,7 @@ impl<'a> Resolver<'a> {
             .join(",");
         let list = self
             .cluster
-            .list(&Self::resource(field), &labels)
+            .list(&Self::resource(field), namespace.as_deref(), &labels)
             .await
             .map_err(|source| ReferenceError::Kube {
                 kind: field.target_kind,
@@ -184,7 +213,13 @@ impl<'a> Resolver<'a> {
             .filter_map(|o| o.pointer("/metadata/name")?.as_str().map(str::to_owned))
             .collect();
         names.sort();
-        Ok(names)
+        Ok(names
+            .into_iter()
+            .map(|name| Target {
+                namespace: namespace.clone(),
+                name,
+            })
+            .collect())
     }
 
     fn same_controller(&self, owners: &[OwnerReference]) -> bool {
@@ -192,6 +227,21 @@ impl<'a> Resolver<'a> {
         match (&self.controller, theirs) {
             (Some(mine), Some(theirs)) => mine.uid == theirs.uid,
             _ => false,
+        }
+    }
+}
+
+/// A referenced object: its namespace (`None` when cluster-scoped) and name.
+struct Target {
+    namespace: Option<String>,
+    name: String,
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.namespace {
+            Some(namespace) => write!(f, "{namespace}/{}", self.name),
+            None => f.write_str(&self.name),
         }
     }
 }

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use apis::common::SecretKeySelector;
+use apis::common::{LocateSecretKey, SecretKeyLocation};
 use k8s_openapi::api::core::v1::Secret;
 use prometheus_client::metrics::counter::Counter;
 
@@ -22,6 +22,9 @@ pub type Details = BTreeMap<String, String>;
 pub struct Session<'a> {
     pub cloud: fakecloud::client::Client,
     cluster: &'a dyn Cluster,
+    /// The managed resource's namespace (`None` when cluster-scoped): where
+    /// a namespaced resource's Secret inputs are.
+    namespace: Option<String>,
     connection: Option<ConnectionSecret>,
     /// The connection Secret's data as last read or written.
     connection_data: Details,
@@ -35,6 +38,7 @@ impl<'a> Session<'a> {
     pub(super) async fn open(
         cloud: fakecloud::client::Client,
         cluster: &'a dyn Cluster,
+        namespace: Option<String>,
         connection: Option<ConnectionSecret>,
         secret_writes: Counter,
     ) -> Result<Self, ConnectionError> {
@@ -45,18 +49,21 @@ impl<'a> Session<'a> {
         Ok(Self {
             cloud,
             cluster,
+            namespace,
             connection,
             connection_data,
             secret_writes,
         })
     }
 
-    /// The value of one key of a Secret the kind takes input from.
+    /// The value of one key of a Secret the kind takes input from; a
+    /// namespaced resource's is in its own namespace.
     pub async fn secret_value(
         &self,
-        selector: &SecretKeySelector,
+        selector: &impl LocateSecretKey,
     ) -> Result<String, ExternalError> {
-        read_secret_key(self.cluster, selector, false).await
+        let located = selector.locate(self.namespace.as_deref());
+        read_secret_key(self.cluster, &located, false).await
     }
 
     /// What the connection Secret holds now (empty without one).
@@ -103,7 +110,7 @@ impl<'a> Session<'a> {
 /// `watched` (see [`Cluster::get_watched`]).
 pub async fn read_secret_key(
     cluster: &dyn Cluster,
-    selector: &SecretKeySelector,
+    selector: &SecretKeyLocation,
     watched: bool,
 ) -> Result<String, ExternalError> {
     let read_error = |source| ExternalError::ReadSecret {

@@ -220,9 +220,18 @@ impl MemoryCluster {
     }
 
     /// The objects of `resource` whose labels satisfy `labels`.
-    fn matching(&self, resource: &ApiResource, labels: &str) -> Vec<Value> {
+    fn matching(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        labels: &str,
+    ) -> Vec<Value> {
         self.all(&resource.api_version, &resource.kind)
             .into_iter()
+            .filter(|o| {
+                namespace.is_none()
+                    || o.pointer("/metadata/namespace").and_then(Value::as_str) == namespace
+            })
             .filter(|o| matches(o, labels))
             .collect()
     }
@@ -258,18 +267,20 @@ impl Cluster for MemoryCluster {
     fn count_watched<'a>(
         &'a self,
         resource: &'a ApiResource,
+        namespace: Option<&'a str>,
         labels: &'a str,
     ) -> BoxFuture<'a, Result<usize, kube::Error>> {
-        let count = self.matching(resource, labels).len();
+        let count = self.matching(resource, namespace, labels).len();
         Box::pin(async move { Ok(count) })
     }
 
     fn list<'a>(
         &'a self,
         resource: &'a ApiResource,
+        namespace: Option<&'a str>,
         labels: &'a str,
     ) -> BoxFuture<'a, Result<Vec<Value>, kube::Error>> {
-        let found = self.matching(resource, labels);
+        let found = self.matching(resource, namespace, labels);
         Box::pin(async move { Ok(found) })
     }
 
