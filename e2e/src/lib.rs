@@ -36,6 +36,7 @@ mod pki;
 pub mod process;
 pub mod provider_process;
 pub mod scenarios;
+pub mod scope;
 pub mod world;
 
 pub use assets::AssetSearch;

@@ -30,41 +30,85 @@ pub enum ObjectsError {
     },
 }
 
-/// A cluster-scoped kind (the four managed kinds, the ProviderConfig).
-pub trait ClusterKind:
-    Resource<DynamicType = (), Scope = ClusterResourceScope>
-    + Clone
-    + DeserializeOwned
-    + Serialize
-    + Debug
+/// A kind the user works with, of either scope (the managed kinds, the
+/// ProviderConfig kinds); a namespaced one is addressed in the
+/// [`Objects`]' namespace.
+pub trait Kind:
+    Resource<DynamicType = (), Scope: ApiScope> + Clone + DeserializeOwned + Serialize + Debug
 {
 }
 
-impl<K> ClusterKind for K where
-    K: Resource<DynamicType = (), Scope = ClusterResourceScope>
-        + Clone
-        + DeserializeOwned
-        + Serialize
-        + Debug
+impl<K> Kind for K where
+    K: Resource<DynamicType = (), Scope: ApiScope> + Clone + DeserializeOwned + Serialize + Debug
 {
 }
 
-/// Object calls over one client, applying as one field manager.
+/// How a kind of a scope is reached: across the cluster, or in a namespace.
+pub trait ApiScope {
+    fn api<K: Resource<DynamicType = (), Scope = Self>>(
+        client: kube::Client,
+        namespace: &str,
+    ) -> Api<K>;
+}
+
+impl ApiScope for ClusterResourceScope {
+    fn api<K: Resource<DynamicType = (), Scope = Self>>(client: kube::Client, _: &str) -> Api<K> {
+        Api::all(client)
+    }
+}
+
+impl ApiScope for NamespaceResourceScope {
+    fn api<K: Resource<DynamicType = (), Scope = Self>>(
+        client: kube::Client,
+        namespace: &str,
+    ) -> Api<K> {
+        Api::namespaced(client, namespace)
+    }
+}
+
+/// The namespace [`Objects`] address namespaced kinds in until told
+/// otherwise ([`Objects::in_namespace`]).
+pub const DEFAULT_NAMESPACE: &str = "default";
+
+/// Object calls over one client, applying as one field manager; namespaced
+/// kinds in one namespace.
 #[derive(Clone)]
 pub struct Objects {
     client: kube::Client,
     manager: &'static str,
+    namespace: String,
 }
 
 impl Objects {
     /// `manager` is the server-side-apply field manager, as a user's
     /// kubectl has its own.
     pub fn new(client: kube::Client, manager: &'static str) -> Self {
-        Self { client, manager }
+        Self {
+            client,
+            manager,
+            namespace: DEFAULT_NAMESPACE.to_owned(),
+        }
+    }
+
+    /// The same calls, with namespaced kinds in `namespace`.
+    pub fn in_namespace(&self, namespace: &str) -> Self {
+        Self {
+            namespace: namespace.to_owned(),
+            ..self.clone()
+        }
+    }
+
+    /// The namespace namespaced kinds are addressed in.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
     }
 
     pub fn client(&self) -> kube::Client {
         self.client.clone()
+    }
+
+    fn api<K: Kind>(&self) -> Api<K> {
+        <K::Scope as ApiScope>::api(self.client(), &self.namespace)
     }
 
     fn name_of(object: &Value) -> Result<String, ObjectsError> {
@@ -74,11 +118,13 @@ impl Objects {
             .ok_or_else(|| ObjectsError::Unnamed(object.to_string()))
     }
 
-    /// Server-side apply of a cluster-scoped object.
-    pub async fn apply<K: ClusterKind>(&self, object: Value) -> Result<K, ObjectsError> {
+    /// Server-side apply of an object (a namespaced one in this
+    /// namespace).
+    pub async fn apply<K: Kind>(&self, object: Value) -> Result<K, ObjectsError> {
         let name = Self::name_of(&object)?;
         let params = PatchParams::apply(self.manager).force();
-        Ok(Api::<K>::all(self.client())
+        Ok(self
+            .api::<K>()
             .patch(&name, &params, &Patch::Apply(&object))
             .await?)
     }
@@ -103,18 +149,19 @@ impl Objects {
     }
 
     /// Merge-patches an object, as a user editing it would.
-    pub async fn patch<K: ClusterKind>(&self, name: &str, patch: Value) -> Result<K, ObjectsError> {
-        Ok(Api::<K>::all(self.client())
+    pub async fn patch<K: Kind>(&self, name: &str, patch: Value) -> Result<K, ObjectsError> {
+        Ok(self
+            .api::<K>()
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await?)
     }
 
-    pub async fn get<K: ClusterKind>(&self, name: &str) -> Result<Option<K>, ObjectsError> {
-        Ok(Api::<K>::all(self.client()).get_opt(name).await?)
+    pub async fn get<K: Kind>(&self, name: &str) -> Result<Option<K>, ObjectsError> {
+        Ok(self.api::<K>().get_opt(name).await?)
     }
 
-    pub async fn delete<K: ClusterKind>(&self, name: &str) -> Result<(), ObjectsError> {
-        Api::<K>::all(self.client())
+    pub async fn delete<K: Kind>(&self, name: &str) -> Result<(), ObjectsError> {
+        self.api::<K>()
             .delete(name, &DeleteParams::default())
             .await?;
         Ok(())
@@ -122,7 +169,7 @@ impl Objects {
 
     /// Polls until `done` holds and returns the object; a timeout carries
     /// the object as last seen, so the failure says why.
-    pub async fn wait_for<K: ClusterKind>(
+    pub async fn wait_for<K: Kind>(
         &self,
         name: &str,
         what: &str,
@@ -147,7 +194,7 @@ impl Objects {
     }
 
     /// Polls until the object no longer exists.
-    pub async fn wait_gone<K: ClusterKind>(
+    pub async fn wait_gone<K: Kind>(
         &self,
         name: &str,
         timeout: Duration,

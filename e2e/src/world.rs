@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::objects::{ClusterKind, Objects, ObjectsError};
+use crate::objects::{Kind, Objects, ObjectsError};
 use crate::scenarios::{Narration, Stage};
 use crate::{Backend, ClusterError, ClusterOptions, TestCluster};
 
@@ -191,9 +191,12 @@ impl World {
             _dir: dir,
             cloud_server: Some(cloud_server),
         };
-        world.create_namespace(NAMESPACE).await?;
+        for namespace in [NAMESPACE, crate::scope::APP, crate::scope::NET] {
+            world.create_namespace(namespace).await?;
+        }
         if world.options.install_crds {
             world.create_provider_config("default").await?;
+            world.create_cluster_provider_config("default").await?;
         }
         world.start_provider()?;
         Ok(world)
@@ -267,6 +270,35 @@ impl World {
         .map(|_: apis::kinds::provider_config::ProviderConfig| ())
     }
 
+    /// A ClusterProviderConfig named `name`, the one namespaced managed
+    /// resources use by default, pointing at this fakecloud with the
+    /// credentials Secret of [`World::create_provider_config`]'s `name`
+    /// (made here if missing).
+    pub async fn create_cluster_provider_config(&self, name: &str) -> Result<(), WorldError> {
+        let secret_name = format!("{name}-credentials");
+        self.objects
+            .apply_namespaced::<Secret>(
+                NAMESPACE,
+                json!({
+                "apiVersion": "v1", "kind": "Secret",
+                "metadata": { "name": secret_name, "namespace": NAMESPACE },
+                "stringData": { "apiKey": self.api_key() },
+                }),
+            )
+            .await?;
+        self.apply(json!({
+            "apiVersion": "fakecloud.m.crossplane.io/v1alpha1", "kind": "ClusterProviderConfig",
+            "metadata": { "name": name },
+            "spec": {
+                "endpoint": self.cloud_url(),
+                "credentials": { "source": "Secret",
+                    "secretRef": { "namespace": NAMESPACE, "name": secret_name, "key": "apiKey" } },
+            },
+        }))
+        .await
+        .map(|_: apis::kinds::provider_config::m::ClusterProviderConfig| ())
+    }
+
     /// Starts the provider in-process (again, after [`World::stop_provider`]).
     pub fn start_provider(&mut self) -> Result<(), WorldError> {
         self.provider = Some(self.spawn_provider(self.kube(), self.metrics.clone())?);
@@ -305,26 +337,26 @@ impl World {
     }
 
     /// Server-side applies a cluster-scoped object as the test's user.
-    pub async fn apply<K: ClusterKind>(&self, object: Value) -> Result<K, WorldError> {
+    pub async fn apply<K: Kind>(&self, object: Value) -> Result<K, WorldError> {
         Ok(self.objects.apply(object).await?)
     }
 
     /// Merge-patches an object as a user editing it would.
-    pub async fn patch<K: ClusterKind>(&self, name: &str, patch: Value) -> Result<K, WorldError> {
+    pub async fn patch<K: Kind>(&self, name: &str, patch: Value) -> Result<K, WorldError> {
         Ok(self.objects.patch(name, patch).await?)
     }
 
-    pub async fn get<K: ClusterKind>(&self, name: &str) -> Result<Option<K>, WorldError> {
+    pub async fn get<K: Kind>(&self, name: &str) -> Result<Option<K>, WorldError> {
         Ok(self.objects.get(name).await?)
     }
 
-    pub async fn delete<K: ClusterKind>(&self, name: &str) -> Result<(), WorldError> {
+    pub async fn delete<K: Kind>(&self, name: &str) -> Result<(), WorldError> {
         Ok(self.objects.delete::<K>(name).await?)
     }
 
     /// Polls the object until `done` holds, returning it; a timeout carries
     /// the object as last seen.
-    pub async fn wait_for<K: ClusterKind>(
+    pub async fn wait_for<K: Kind>(
         &self,
         name: &str,
         what: &str,
@@ -335,7 +367,7 @@ impl World {
     }
 
     /// Polls until the object no longer exists.
-    pub async fn wait_gone<K: ClusterKind>(
+    pub async fn wait_gone<K: Kind>(
         &self,
         name: &str,
         timeout: Duration,
@@ -462,6 +494,29 @@ pub fn external_name<K: Resource>(object: &K) -> Option<String> {
         .as_ref()?
         .get(apis::well_known::EXTERNAL_NAME_ANNOTATION)
         .cloned()
+}
+
+/// The oldest `observedGeneration` of the object's conditions: every
+/// condition reflects at least this generation of the spec.
+pub fn observed_generation<K: Serialize>(object: &K) -> i64 {
+    serde_json::to_value(object)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/status/conditions")?
+                .as_array()?
+                .iter()
+                .map(|c| c["observedGeneration"].as_i64().unwrap_or_default())
+                .min()
+        })
+        .unwrap_or_default()
+}
+
+/// `spec` as JSON.
+pub fn spec_of<K: Serialize>(object: &K) -> Value {
+    serde_json::to_value(object)
+        .ok()
+        .and_then(|v| v.get("spec").cloned())
+        .unwrap_or(Value::Null)
 }
 
 /// `status.atProvider` as JSON.

@@ -25,7 +25,7 @@ async fn world() -> anyhow::Result<World> {
 #[tokio::test]
 async fn a_vpc_lives_its_whole_lifecycle_on_the_compose_images() -> anyhow::Result<()> {
     let world = world().await?;
-    network::lifecycle(&world.stage(), &e2e::unique_name("vpc"))
+    network::lifecycle::<e2e::scope::Legacy>(&world.stage(), &e2e::unique_name("vpc"))
         .await?
         .require()?;
     world.shutdown().await;
@@ -35,9 +35,12 @@ async fn a_vpc_lives_its_whole_lifecycle_on_the_compose_images() -> anyhow::Resu
 #[tokio::test]
 async fn observe_only_import_never_mutates_on_the_compose_images() -> anyhow::Result<()> {
     let world = world().await?;
-    observe::import_and_release(&world.stage(), &e2e::unique_name("imported"))
-        .await?
-        .require()?;
+    observe::import_and_release::<e2e::scope::Legacy>(
+        &world.stage(),
+        &e2e::unique_name("imported"),
+    )
+    .await?
+    .require()?;
     world.shutdown().await;
     Ok(())
 }

@@ -152,7 +152,7 @@ async fn every_mrd_describes_a_crd_the_server_accepts() -> Result<()> {
             checked += 1;
         }
     }
-    assert_eq!(checked, 4, "one MRD per managed-resource kind");
+    assert_eq!(checked, 8, "one MRD per managed-resource kind and scope");
     Ok(())
 }
 

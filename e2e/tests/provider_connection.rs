@@ -10,6 +10,7 @@ use std::time::Duration;
 use apis::kinds::DatabaseInstance;
 use apis::well_known::CONNECTION_SECRET_TYPE;
 use e2e::scenarios::{Verdict, connection};
+use e2e::scope::{Legacy, Namespaced, Scope};
 use e2e::world::{NAMESPACE, World, condition, is_ready};
 use fakecloud::model::Credentials;
 use k8s_openapi::api::core::v1::Secret;
@@ -48,15 +49,29 @@ fn text(secret: &Secret, key: &str) -> String {
 #[tokio::test]
 async fn connection_secret_has_the_documented_keys_authenticates_and_survives_a_restart()
 -> anyhow::Result<()> {
+    publish_survive_and_collect::<Legacy>(NAMESPACE, "DatabaseInstance").await
+}
+
+/// A namespaced DatabaseInstance's Secret is in its own namespace.
+#[tokio::test]
+async fn a_namespaced_connection_secret_authenticates_and_survives_a_restart() -> anyhow::Result<()>
+{
+    publish_survive_and_collect::<Namespaced>(e2e::scope::APP, "DatabaseInstance.m").await
+}
+
+/// The story in scope `S`, the Secret in `namespace`; `label` is the kind's
+/// label in the provider's metrics.
+async fn publish_survive_and_collect<S: Scope>(namespace: &str, label: &str) -> anyhow::Result<()> {
     e2e::init_tracing();
     let mut world = World::start().await?;
+    let objects = S::objects(&world.objects);
     let name = e2e::unique_name("orders");
     let secret_name = format!("{name}-conn");
     let mut verdict = Verdict::default();
-    let secret = connection::publish_and_authenticate(
-        &world.stage(),
+    let secret = connection::publish_and_authenticate::<S>(
+        &world.stage().with(&objects),
         &name,
-        NAMESPACE,
+        namespace,
         &secret_name,
         &mut verdict,
     )
@@ -79,7 +94,7 @@ async fn connection_secret_has_the_documented_keys_authenticates_and_survives_a_
     let counted = |target| {
         world
             .metrics
-            .total_with(writes, &[("kind", "DatabaseInstance"), ("target", target)])
+            .total_with(writes, &[("kind", label), ("target", target)])
     };
     assert!(
         counted("secret") >= 2.0,
@@ -94,7 +109,7 @@ async fn connection_secret_has_the_documented_keys_authenticates_and_survives_a_
     );
 
     let password = text(&secret, "password");
-    let secrets: Api<Secret> = Api::namespaced(world.kube(), NAMESPACE);
+    let secrets: Api<Secret> = Api::namespaced(world.kube(), namespace);
     // A restarted provider keeps the generated password and rewrites nothing.
     world.stop_provider().await;
     world.start_provider()?;
@@ -111,8 +126,15 @@ async fn connection_secret_has_the_documented_keys_authenticates_and_survives_a_
     );
 
     // Deleting the MR deletes the database and garbage-collects the Secret.
-    world.delete::<DatabaseInstance>(&name).await?;
-    world.wait_gone::<DatabaseInstance>(&name, WAIT).await?;
+    objects.delete::<S::DatabaseInstance>(&name).await?;
+    objects
+        .wait_gone::<S::DatabaseInstance>(&name, WAIT)
+        .await?;
+    let left = world
+        .admin
+        .resources(Some(fakecloud::model::Kind::DatabaseInstance), None)
+        .await?;
+    assert!(left.is_empty(), "the database is gone: {left:?}");
     let deadline = tokio::time::Instant::now() + WAIT;
     while secrets.get_opt(&secret_name).await?.is_some() {
         assert!(

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use apis::kinds::{DatabaseInstance, Subnet, Vpc};
-use e2e::objects::ClusterKind;
+use e2e::objects::Kind as ObjectKind;
 use e2e::world::{NAMESPACE, World, WorldOptions, external_name, is_ready, is_synced};
 use fakecloud::model::{Actor, AuditQuery, FaultRuleSpec, Kind};
 use futures::{StreamExt, TryStreamExt, stream};
@@ -57,7 +57,7 @@ fn database(batch: &str, name: &str) -> Value {
 /// Applies every manifest, `CLIENTS` at a time, as the test's user.
 async fn apply_all<K>(world: &World, manifests: Vec<Value>) -> anyhow::Result<()>
 where
-    K: ClusterKind,
+    K: ObjectKind,
 {
     stream::iter(manifests)
         .map(|m| async move { world.apply::<K>(m).await.map(drop) })
@@ -76,7 +76,7 @@ async fn wait_batch_ready<K>(
     timeout: Duration,
 ) -> anyhow::Result<BTreeSet<String>>
 where
-    K: ClusterKind,
+    K: ObjectKind,
 {
     let api: Api<K> = Api::all(world.kube());
     let params = ListParams::default().labels(&format!("{BATCH_LABEL}={batch}"));

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use apis::kinds::{DatabaseInstance, Subnet, Vpc};
+use e2e::scope::{Legacy, Namespaced, Scope};
 use e2e::world::{World, condition, external_name, is_ready};
 use serde_json::json;
 
@@ -113,20 +114,32 @@ async fn a_missing_credentials_secret_is_reported_without_calling_the_cloud() ->
 
 #[tokio::test]
 async fn an_unsupported_policy_set_is_reported_once_and_nothing_is_called() -> anyhow::Result<()> {
+    unsupported_policy_set::<Legacy>().await
+}
+
+#[tokio::test]
+async fn a_namespaced_unsupported_policy_set_is_reported_and_nothing_is_called()
+-> anyhow::Result<()> {
+    unsupported_policy_set::<Namespaced>().await
+}
+
+async fn unsupported_policy_set<S: Scope>() -> anyhow::Result<()> {
     e2e::init_tracing();
     let world = World::start().await?;
+    let objects = S::objects(&world.objects);
     let mark = world.audit_mark().await?;
     let name = e2e::unique_name("createonly");
-    world
-        .apply::<Vpc>(json!({
-            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
-            "metadata": { "name": name },
-            "spec": { "managementPolicies": ["Create", "Delete"],
-                      "forProvider": { "region": "us-east-1", "cidrBlock": "10.7.0.0/16" } },
-        }))
+    objects
+        .apply::<S::Vpc>(S::manifest(
+            "network",
+            "VPC",
+            json!({ "name": name }),
+            json!({ "managementPolicies": ["Create", "Delete"],
+                    "forProvider": { "region": "us-east-1", "cidrBlock": "10.7.0.0/16" } }),
+        ))
         .await?;
-    let failed = world
-        .wait_for::<Vpc>(&name, "Synced=False", WAIT, synced_false)
+    let failed = objects
+        .wait_for::<S::Vpc>(&name, "Synced=False", WAIT, synced_false)
         .await?;
     let message = synced_message(&failed);
     assert!(

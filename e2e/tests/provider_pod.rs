@@ -109,8 +109,9 @@ async fn the_image_runs_as_crossplane_runs_a_provider_pod() -> anyhow::Result<()
         narration: Narration::Log,
     };
     let played = async {
-        let mut verdict = network::lifecycle(&stage, &e2e::unique_name("vpc")).await?;
-        connection::publish_and_authenticate(
+        let mut verdict =
+            network::lifecycle::<e2e::scope::Legacy>(&stage, &e2e::unique_name("vpc")).await?;
+        connection::publish_and_authenticate::<e2e::scope::Legacy>(
             &stage,
             &e2e::unique_name("db"),
             pod_namespace,

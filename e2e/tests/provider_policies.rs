@@ -1,10 +1,13 @@
-//! managementPolicies, initProvider and deletionPolicy (seed 003).
+//! managementPolicies, initProvider and deletionPolicy (seed 003); each
+//! story in both scopes where it applies (a namespaced resource has no
+//! deletionPolicy).
 
 use std::time::Duration;
 
 use apis::kinds::Vpc;
 use apis::well_known::PAUSED_ANNOTATION;
 use e2e::scenarios::{Verdict, node_group};
+use e2e::scope::{Legacy, Namespaced, Scope};
 use e2e::world::{World, WorldOptions, condition, external_name, is_ready};
 use serde_json::json;
 
@@ -21,11 +24,34 @@ fn vpc(name: &str, policies: serde_json::Value, deletion: &str) -> serde_json::V
     })
 }
 
+/// A VPC of scope `S` with `policies` and otherwise the defaults.
+fn vpc_with<S: Scope>(name: &str, policies: serde_json::Value) -> serde_json::Value {
+    S::manifest(
+        "network",
+        "VPC",
+        json!({ "name": name }),
+        json!({
+            "managementPolicies": policies,
+            "forProvider": { "region": "us-east-1", "cidrBlock": "10.0.0.0/16" },
+        }),
+    )
+}
+
 #[tokio::test]
 async fn init_provider_sets_desired_size_once_and_leaves_it_to_the_autoscaler() -> anyhow::Result<()>
 {
+    autoscaled::<Legacy>().await
+}
+
+#[tokio::test]
+async fn a_namespaced_node_group_leaves_desired_size_to_the_autoscaler() -> anyhow::Result<()> {
+    autoscaled::<Namespaced>().await
+}
+
+async fn autoscaled<S: Scope>() -> anyhow::Result<()> {
     e2e::init_tracing();
     let world = World::start().await?;
+    let objects = S::objects(&world.objects);
     // fakecloud wants real subnets: make one VPC + subnet straight in the cloud.
     let vpc_id = world
         .cloud
@@ -48,8 +74,8 @@ async fn init_provider_sets_desired_size_once_and_leaves_it_to_the_autoscaler() 
         .resource
         .id;
     let mut verdict = Verdict::default();
-    node_group::autoscaled(
-        &world.stage(),
+    node_group::autoscaled::<S>(
+        &world.stage().with(&objects),
         &e2e::unique_name("workers"),
         &subnet_id,
         &mut verdict,
@@ -101,22 +127,85 @@ async fn deletion_orphans_unless_both_policies_allow_delete() -> anyhow::Result<
     Ok(())
 }
 
+/// The namespaced form: no deletionPolicy, so only the policies decide.
 #[tokio::test]
-async fn pause_makes_no_calls_and_unpausing_resumes() -> anyhow::Result<()> {
+async fn a_namespaced_resource_orphans_unless_its_policies_allow_delete() -> anyhow::Result<()> {
     e2e::init_tracing();
     let world = World::start().await?;
+    let objects = Namespaced::objects(&world.objects);
+    type NsVpc = <Namespaced as Scope>::Vpc;
+    let cases = [
+        (
+            "no-delete",
+            json!(["Observe", "Create", "Update", "LateInitialize"]),
+            false,
+        ),
+        (
+            "with-delete",
+            json!(["Observe", "Create", "Update", "Delete"]),
+            true,
+        ),
+        ("star", json!(["*"]), true),
+    ];
+    let mut ids = Vec::new();
+    for (prefix, policies, _) in &cases {
+        let name = e2e::unique_name(prefix);
+        objects
+            .apply::<NsVpc>(vpc_with::<Namespaced>(&name, policies.clone()))
+            .await?;
+        let ready = objects
+            .wait_for::<NsVpc>(&name, "Ready", WAIT, is_ready)
+            .await?;
+        ids.push((name, external_name(&ready).expect("id")));
+    }
+    for ((name, id), (prefix, _, deletes)) in ids.iter().zip(&cases) {
+        objects.delete::<NsVpc>(name).await?;
+        objects.wait_gone::<NsVpc>(name, WAIT).await?;
+        let in_cloud = world.cloud.get_vpc("us-east-1", id).await;
+        assert_eq!(in_cloud.is_err(), *deletes, "{prefix}: {in_cloud:?}");
+    }
+    let vpcs = world
+        .cloud
+        .list_vpcs("us-east-1", &Default::default())
+        .await?;
+    assert_eq!(
+        vpcs.items.len(),
+        1,
+        "only the orphan is left: {:?}",
+        vpcs.items
+    );
+    world.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn pause_makes_no_calls_and_unpausing_resumes() -> anyhow::Result<()> {
+    pause::<Legacy>().await
+}
+
+#[tokio::test]
+async fn a_namespaced_pause_makes_no_calls_and_unpausing_resumes() -> anyhow::Result<()> {
+    pause::<Namespaced>().await
+}
+
+async fn pause<S: Scope>() -> anyhow::Result<()> {
+    e2e::init_tracing();
+    let world = World::start().await?;
+    let objects = S::objects(&world.objects);
 
     // Paused from the start by `[]`: no call at all, Synced=False ReconcilePaused.
     let empty = e2e::unique_name("paused-empty");
     let annotated = e2e::unique_name("paused-annotation");
     let mark = world.audit_mark().await?;
-    world.apply::<Vpc>(vpc(&empty, json!([]), "Delete")).await?;
-    let mut paused = vpc(&annotated, json!(["*"]), "Delete");
+    objects
+        .apply::<S::Vpc>(vpc_with::<S>(&empty, json!([])))
+        .await?;
+    let mut paused = vpc_with::<S>(&annotated, json!(["*"]));
     paused["metadata"]["annotations"] = json!({ PAUSED_ANNOTATION: "true" });
-    world.apply::<Vpc>(paused.clone()).await?;
+    objects.apply::<S::Vpc>(paused.clone()).await?;
     for name in [&empty, &annotated] {
-        let seen = world
-            .wait_for::<Vpc>(name, "paused", WAIT, |v| {
+        let seen = objects
+            .wait_for::<S::Vpc>(name, "paused", WAIT, |v| {
                 condition(v, "Synced").is_some_and(|c| c.1 == "ReconcilePaused")
             })
             .await?;
@@ -128,17 +217,22 @@ async fn pause_makes_no_calls_and_unpausing_resumes() -> anyhow::Result<()> {
         "a paused resource called the cloud"
     );
 
-    // Unpausing resumes: both get created.
-    world
-        .apply::<Vpc>(vpc(&empty, json!(["*"]), "Delete"))
+    // Unpausing resumes: both get created, once each.
+    objects
+        .apply::<S::Vpc>(vpc_with::<S>(&empty, json!(["*"])))
         .await?;
     paused["metadata"]["annotations"] = json!({ PAUSED_ANNOTATION: "false" });
-    world.apply::<Vpc>(paused).await?;
+    objects.apply::<S::Vpc>(paused).await?;
     for name in [&empty, &annotated] {
-        world
-            .wait_for::<Vpc>(name, "Ready after unpause", WAIT, is_ready)
+        objects
+            .wait_for::<S::Vpc>(name, "Ready after unpause", WAIT, is_ready)
             .await?;
     }
+    let vpcs = world
+        .cloud
+        .list_vpcs("us-east-1", &Default::default())
+        .await?;
+    assert_eq!(vpcs.items.len(), 2, "{:?}", vpcs.items);
     world.shutdown().await;
     Ok(())
 }

@@ -1,7 +1,9 @@
 //! The package's ClusterRole (`package/rbac/clusterrole.yaml`) against what
 //! the provider really does: the provider runs as a ServiceAccount bound to
 //! that role alone, through VPC, Subnet (a reference) and DatabaseInstance
-//! (connection Secret) lifecycles with leader election on. Every request it
+//! (connection Secret) lifecycles of the legacy kinds, a namespaced VPC on a
+//! ClusterProviderConfig and a namespaced DatabaseInstance on its
+//! namespace's ProviderConfig, with leader election on. Every request it
 //! sends is recorded. A missing permission fails the lifecycle (or shows as
 //! a request outside the role, for calls whose failure is only logged, such
 //! as events); a permission no request used fails the exactness check.
@@ -14,7 +16,10 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use apis::kinds::database_instance::m as m_db;
+use apis::kinds::vpc::m as m_vpc;
 use apis::kinds::{DatabaseInstance, Subnet, Vpc};
+use e2e::scope::APP;
 use e2e::world::{NAMESPACE, World, is_ready, is_synced};
 use k8s_openapi::api::core::v1::{Event, Pod, Secret};
 use k8s_openapi::api::rbac::v1::ClusterRole;
@@ -38,7 +43,7 @@ const MANAGED: &str = "<managed>";
 fn managed_resources() -> BTreeSet<(String, String)> {
     provider::kinds::gated()
         .iter()
-        .filter(|g| g.kind != "ProviderConfig")
+        .filter(|g| !g.kind.contains("ProviderConfig"))
         .map(|g| {
             let (plural, group) = g.crd_name.split_once('.').expect("<plural>.<group>");
             (group.to_owned(), plural.to_owned())
@@ -363,6 +368,7 @@ async fn lifecycle_under(role: &ClusterRole) -> anyhow::Result<(World, BTreeSet<
             |p| p.status.as_ref().and_then(|s| s.users) == Some(3),
         )
         .await?;
+    let namespaced = namespaced_lifecycle(&world).await?;
 
     // A resource that keeps failing the same way: its one Event is counted
     // up (patched) rather than written again.
@@ -413,6 +419,7 @@ async fn lifecycle_under(role: &ClusterRole) -> anyhow::Result<(World, BTreeSet<
             e2e::world::at_provider(v)["tags"]["team"] == "b"
         })
         .await?;
+    namespaced.delete(&world).await?;
     world.delete::<Subnet>(&subnet).await?;
     world.delete::<DatabaseInstance>(&db).await?;
     world.wait_gone::<Subnet>(&subnet, READY).await?;
@@ -434,6 +441,90 @@ async fn lifecycle_under(role: &ClusterRole) -> anyhow::Result<(World, BTreeSet<
     provider.await??;
     let used = recorded.set();
     Ok((world, used))
+}
+
+/// The namespaced resources of [`namespaced_lifecycle`], to delete.
+struct NamespacedResources {
+    vpc: String,
+    db: String,
+}
+
+impl NamespacedResources {
+    async fn delete(&self, world: &World) -> anyhow::Result<()> {
+        let app = world.objects.in_namespace(APP);
+        app.delete::<m_vpc::Vpc>(&self.vpc).await?;
+        app.delete::<m_db::DatabaseInstance>(&self.db).await?;
+        app.wait_gone::<m_vpc::Vpc>(&self.vpc, READY).await?;
+        app.wait_gone::<m_db::DatabaseInstance>(&self.db, READY)
+            .await?;
+        Ok(())
+    }
+}
+
+/// Under the role: a ClusterProviderConfig and a ProviderConfig in
+/// namespace `app`, made now so their controllers' first writes are the
+/// role's; a namespaced VPC on the first and a namespaced DatabaseInstance
+/// (its connection Secret beside it) on the second, both Ready, and both
+/// configs counting their user.
+async fn namespaced_lifecycle(world: &World) -> anyhow::Result<NamespacedResources> {
+    use apis::kinds::provider_config::m::{ClusterProviderConfig, ProviderConfig};
+    let app = world.objects.in_namespace(APP);
+    let cpc = e2e::unique_name("cpc");
+    world.create_cluster_provider_config(&cpc).await?;
+    let team = e2e::unique_name("team");
+    app.apply_namespaced::<Secret>(
+        APP,
+        json!({ "apiVersion": "v1", "kind": "Secret", "metadata": { "name": team },
+                "stringData": { "apiKey": world.api_key() } }),
+    )
+    .await?;
+    app.apply::<ProviderConfig>(json!({
+        "apiVersion": "fakecloud.m.crossplane.io/v1alpha1", "kind": "ProviderConfig",
+        "metadata": { "name": team },
+        "spec": { "endpoint": world.cloud_url(),
+                  "credentials": { "source": "Secret", "secretRef": { "name": team, "key": "apiKey" } } },
+    }))
+    .await?;
+    let vpc = e2e::unique_name("vpc");
+    app.apply::<m_vpc::Vpc>(json!({
+        "apiVersion": "network.fakecloud.m.crossplane.io/v1alpha1", "kind": "VPC",
+        "metadata": { "name": vpc },
+        "spec": { "providerConfigRef": { "kind": "ClusterProviderConfig", "name": cpc },
+                  "forProvider": { "region": "us-east-1", "cidrBlock": "10.0.0.0/16" } },
+    }))
+    .await?;
+    let db = e2e::unique_name("db");
+    app.apply::<m_db::DatabaseInstance>(json!({
+        "apiVersion": "database.fakecloud.m.crossplane.io/v1alpha1", "kind": "DatabaseInstance",
+        "metadata": { "name": db },
+        "spec": {
+            "providerConfigRef": { "kind": "ProviderConfig", "name": team },
+            "forProvider": { "region": "eu-west-1", "engine": "postgres", "instanceClass": "db.t3.micro",
+                             "allocatedStorage": 20, "masterUsername": "app" },
+            "writeConnectionSecretToRef": { "name": format!("{db}-connection") },
+        },
+    }))
+    .await?;
+    app.wait_for::<m_vpc::Vpc>(&vpc, "namespaced VPC Ready", READY, |v| {
+        is_ready(v) && is_synced(v)
+    })
+    .await?;
+    app.wait_for::<m_db::DatabaseInstance>(&db, "namespaced database Ready", READY, |d| {
+        is_ready(d) && is_synced(d)
+    })
+    .await?;
+    Api::<Secret>::namespaced(world.kube(), APP)
+        .get(&format!("{db}-connection"))
+        .await?;
+    let one_user = |s: &Option<apis::kinds::provider_config::ProviderConfigStatus>| {
+        s.as_ref().and_then(|s| s.users) == Some(1)
+    };
+    world
+        .wait_for::<ClusterProviderConfig>(&cpc, "status.users 1", READY, |p| one_user(&p.status))
+        .await?;
+    app.wait_for::<ProviderConfig>(&team, "status.users 1", READY, |p| one_user(&p.status))
+        .await?;
+    Ok(NamespacedResources { vpc, db })
 }
 
 #[tokio::test]

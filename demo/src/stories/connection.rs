@@ -11,7 +11,13 @@ const SECRET: &str = "orders-db-conn";
 
 pub(crate) async fn play(system: &System) -> Result<Verdict, DemoError> {
     let mut verdict = Verdict::default();
-    connection::publish_and_authenticate(&system.stage(), NAME, NAMESPACE, SECRET, &mut verdict)
-        .await?;
+    connection::publish_and_authenticate::<e2e::scope::Legacy>(
+        &system.stage(),
+        NAME,
+        NAMESPACE,
+        SECRET,
+        &mut verdict,
+    )
+    .await?;
     Ok(verdict)
 }

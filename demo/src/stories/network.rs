@@ -2,6 +2,7 @@
 //! ([`e2e::scenarios`]), on fixed names a user can look up afterwards.
 
 use e2e::scenarios::{Verdict, network, observe};
+use e2e::scope::Legacy;
 use serde_json::json;
 
 use super::Shared;
@@ -17,7 +18,7 @@ pub(crate) async fn full_control(
     shared: &mut Shared,
 ) -> Result<Verdict, DemoError> {
     let mut verdict = Verdict::default();
-    let vpc = network::create(
+    let vpc = network::create::<Legacy>(
         &system.stage(),
         WEB_VPC,
         json!({ "team": "web" }),
@@ -35,9 +36,10 @@ pub(crate) async fn observe_only(
 ) -> Result<Verdict, DemoError> {
     let stage = system.stage();
     let mut verdict = Verdict::default();
-    let vpc = observe::import(&stage, TEAM_VPC, "10.1.0.0/16", &mut verdict).await?;
+    let vpc = observe::import::<Legacy>(&stage, TEAM_VPC, "10.1.0.0/16", &mut verdict).await?;
     let subnet =
-        observe::subnet_by_reference(&stage, &vpc, SUBNET, "10.1.1.0/24", &mut verdict).await?;
+        observe::subnet_by_reference::<Legacy>(&stage, &vpc, SUBNET, "10.1.1.0/24", &mut verdict)
+            .await?;
     shared.team_vpc = Some(vpc);
     shared.subnet_id = Some(subnet);
     Ok(verdict)
@@ -50,7 +52,7 @@ pub(crate) async fn import_procedure(
 ) -> Result<Verdict, DemoError> {
     let mut verdict = Verdict::default();
     match &shared.team_vpc {
-        Some(vpc) => observe::take_over(&system.stage(), vpc, &mut verdict).await?,
+        Some(vpc) => observe::take_over::<Legacy>(&system.stage(), vpc, &mut verdict).await?,
         None => {
             verdict.check("story 3 imported a VPC to take over", false);
         }
@@ -62,7 +64,7 @@ pub(crate) async fn import_procedure(
 pub(crate) async fn orphan(system: &System, shared: &Shared) -> Result<Verdict, DemoError> {
     let mut verdict = Verdict::default();
     match &shared.web_vpc {
-        Some(vpc) => network::orphan(&system.stage(), vpc, &mut verdict).await?,
+        Some(vpc) => network::orphan::<Legacy>(&system.stage(), vpc, &mut verdict).await?,
         None => {
             verdict.check("story 2 created a VPC to delete", false);
         }

@@ -12,7 +12,13 @@ pub(crate) async fn play(system: &System, shared: &Shared) -> Result<Verdict, De
     let mut verdict = Verdict::default();
     match &shared.subnet_id {
         Some(subnet_id) => {
-            node_group::autoscaled(&system.stage(), NAME, subnet_id, &mut verdict).await?;
+            node_group::autoscaled::<e2e::scope::Legacy>(
+                &system.stage(),
+                NAME,
+                subnet_id,
+                &mut verdict,
+            )
+            .await?;
         }
         None => {
             verdict.check("story 3 created a Subnet for the nodes", false);

@@ -51,7 +51,7 @@ use std::time::{Duration, Instant};
 
 use apis::kinds::{DatabaseInstance, ProviderConfig, Subnet, Vpc};
 use clap::{Parser, ValueEnum};
-use e2e::objects::ClusterKind;
+use e2e::objects::Kind as ObjectKind;
 use e2e::provider_process::{ProviderProcess, Usage, usage_of};
 use e2e::world::{NAMESPACE, World, WorldOptions, is_ready};
 use fakecloud::model::Kind;
@@ -718,7 +718,7 @@ async fn count_ready(kube: kube::Client, mix: bool, total: usize) -> anyhow::Res
 
 type ReadyStream = futures::stream::BoxStream<'static, Result<(String, bool), watcher::Error>>;
 
-fn ready_stream<K: ClusterKind + Send + Sync + 'static>(
+fn ready_stream<K: ObjectKind + Send + Sync + 'static>(
     kube: &kube::Client,
     config: &watcher::Config,
 ) -> ReadyStream {

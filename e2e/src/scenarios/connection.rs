@@ -5,8 +5,6 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use apis::Managed;
-use apis::kinds::DatabaseInstance;
 use apis::well_known::CONNECTION_SECRET_TYPE;
 use fakecloud::model::Credentials;
 use k8s_openapi::api::core::v1::Secret;
@@ -16,15 +14,17 @@ use serde_json::json;
 use super::report::{at_provider_fields, status_row};
 use super::{REGION, ScenarioError, Stage, Verdict, collection, under};
 use crate::objects::ObjectsError;
+use crate::scope::Scope;
 use crate::world::{is_ready, is_synced};
 
 /// Databases take longer than networks in fakecloud.
 const READY: Duration = Duration::from_secs(40);
 
 /// Applies a postgres DatabaseInstance that writes its connection Secret
-/// `namespace/secret`; checks the keys and that they authenticate. Returns
-/// the Secret as published.
-pub async fn publish_and_authenticate(
+/// `namespace/secret` (a namespaced one's own namespace, which must then be
+/// the stage's); checks the keys and that they authenticate. Returns the
+/// Secret as published.
+pub async fn publish_and_authenticate<S: Scope>(
     stage: &Stage<'_>,
     name: &str,
     namespace: &str,
@@ -33,25 +33,27 @@ pub async fn publish_and_authenticate(
 ) -> Result<Secret, ScenarioError> {
     let mark = stage.audit_mark().await?;
     stage.say(format!(
-        "apply DatabaseInstance/{name}: postgres, masterUsername app, writeConnectionSecretToRef {namespace}/{secret}"
+        "apply DatabaseInstance/{name} ({}): postgres, masterUsername app, writeConnectionSecretToRef {namespace}/{secret}",
+        S::NAME
     ));
     stage
         .objects
-        .apply::<DatabaseInstance>(json!({
-            "apiVersion": "database.fakecloud.crossplane.io/v1alpha1", "kind": "DatabaseInstance",
-            "metadata": { "name": name },
-            "spec": {
+        .apply::<S::DatabaseInstance>(S::manifest(
+            "database",
+            "DatabaseInstance",
+            json!({ "name": name }),
+            json!({
                 "forProvider": {
                     "region": REGION, "engine": "postgres", "instanceClass": "db.t3.micro",
                     "allocatedStorage": 20, "masterUsername": "app",
                 },
-                "writeConnectionSecretToRef": { "namespace": namespace, "name": secret },
-            },
-        }))
+                "writeConnectionSecretToRef": S::connection_secret_ref(namespace, secret),
+            }),
+        ))
         .await?;
     let db = stage
         .objects
-        .wait_for::<DatabaseInstance>(name, "Ready", READY, |d| is_ready(d) && is_synced(d))
+        .wait_for::<S::DatabaseInstance>(name, "Ready", READY, |d| is_ready(d) && is_synced(d))
         .await?;
     stage.say(status_row(&db));
     stage.say(at_provider_fields(
@@ -69,7 +71,7 @@ pub async fn publish_and_authenticate(
         .map_err(ObjectsError::from)?;
     let data = published.data.clone().unwrap_or_default();
     let keys: BTreeSet<&str> = data.keys().map(String::as_str).collect();
-    let documented: BTreeSet<&str> = DatabaseInstance::CONNECTION_DETAILS
+    let documented: BTreeSet<&str> = apis::managed::DATABASE_INSTANCE_CONNECTION_DETAILS
         .iter()
         .map(|d| d.name)
         .collect();

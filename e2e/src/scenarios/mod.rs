@@ -87,6 +87,18 @@ pub enum Narration {
 }
 
 impl Stage<'_> {
+    /// The same stage, acting through `objects` (namespaced kinds in
+    /// another namespace).
+    pub fn with<'b>(&'b self, objects: &'b Objects) -> Stage<'b> {
+        Stage {
+            objects,
+            cloud: self.cloud,
+            admin: self.admin,
+            settle: self.settle,
+            narration: self.narration,
+        }
+    }
+
     /// One line of the story: what the user did or sees.
     pub fn say(&self, text: impl std::fmt::Display) {
         match self.narration {

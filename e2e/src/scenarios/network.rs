@@ -1,9 +1,12 @@
 //! A VPC under full control: created once, changed with one call, and
-//! deleted from the cloud, or orphaned in it (seed 003's deletion policy).
+//! deleted from the cloud, or orphaned in it (seed 003's deletion policy;
+//! a namespaced VPC, which has no deletion policy, orphans by leaving
+//! `Delete` out of its management policies).
 
-use apis::kinds::Vpc;
 use fakecloud::model::Kind;
 use serde_json::{Value, json};
+
+use crate::scope::{Scope, merged};
 
 use super::report::{at_provider_fields, mutating, plain, status_row};
 use super::{READY, REGION, ScenarioError, Stage, Verdict, collection, region, under};
@@ -29,22 +32,21 @@ impl ManagedVpc {
     }
 }
 
-/// The VPC's manifest: default management policies, `deletionPolicy` as
-/// given.
-pub fn manifest(name: &str, tags: &Value, deletion_policy: &str) -> Value {
-    json!({
-        "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
-        "metadata": { "name": name },
-        "spec": {
-            "deletionPolicy": deletion_policy,
-            "forProvider": { "region": REGION, "cidrBlock": CIDR, "tags": tags },
-        },
-    })
+/// The VPC's manifest: the deletion behaviour as given, otherwise the
+/// default management policies.
+pub fn manifest<S: Scope>(name: &str, tags: &Value, orphan: bool) -> Value {
+    let spec = json!({ "forProvider": { "region": REGION, "cidrBlock": CIDR, "tags": tags } });
+    S::manifest(
+        "network",
+        "VPC",
+        json!({ "name": name }),
+        merged(spec, &S::deletion(orphan)),
+    )
 }
 
 /// Applies a new VPC and waits until it is Ready: created with exactly one
 /// POST, its external name the id fakecloud assigned, `atProvider` filled.
-pub async fn create(
+pub async fn create<S: Scope>(
     stage: &Stage<'_>,
     name: &str,
     tags: Value,
@@ -52,15 +54,16 @@ pub async fn create(
 ) -> Result<ManagedVpc, ScenarioError> {
     let mark = stage.audit_mark().await?;
     stage.say(format!(
-        "apply VPC/{name}: managementPolicies [\"*\"] (default), cidrBlock {CIDR}"
+        "apply VPC/{name} ({}): managementPolicies [\"*\"] (default), cidrBlock {CIDR}",
+        S::NAME
     ));
     stage
         .objects
-        .apply::<Vpc>(manifest(name, &tags, "Delete"))
+        .apply::<S::Vpc>(manifest::<S>(name, &tags, false))
         .await?;
     let ready = stage
         .objects
-        .wait_for::<Vpc>(name, "Ready and Synced", READY, |v| {
+        .wait_for::<S::Vpc>(name, "Ready and Synced", READY, |v| {
             is_ready(v) && is_synced(v)
         })
         .await?;
@@ -109,7 +112,7 @@ pub async fn create(
 
 /// Applies new tags: exactly one call changes the cloud VPC, a PATCH, and
 /// nothing follows it within a poll.
-pub async fn change_tags(
+pub async fn change_tags<S: Scope>(
     stage: &Stage<'_>,
     vpc: &mut ManagedVpc,
     tags: Value,
@@ -119,12 +122,12 @@ pub async fn change_tags(
     stage.say(format!("apply VPC/{}: tags {tags}", vpc.name));
     stage
         .objects
-        .apply::<Vpc>(manifest(&vpc.name, &tags, "Delete"))
+        .apply::<S::Vpc>(manifest::<S>(&vpc.name, &tags, false))
         .await?;
     let wanted = tags.clone();
     let changed = stage
         .objects
-        .wait_for::<Vpc>(&vpc.name, "the new tags observed", READY, |v| {
+        .wait_for::<S::Vpc>(&vpc.name, "the new tags observed", READY, |v| {
             is_ready(v) && at_provider(v)["tags"] == wanted
         })
         .await?;
@@ -147,14 +150,14 @@ pub async fn change_tags(
 }
 
 /// Deletes the managed resource: the cloud VPC goes first, then the object.
-pub async fn delete(
+pub async fn delete<S: Scope>(
     stage: &Stage<'_>,
     vpc: &ManagedVpc,
     verdict: &mut Verdict,
 ) -> Result<(), ScenarioError> {
     stage.say(format!("kubectl delete vpc {}", vpc.name));
-    stage.objects.delete::<Vpc>(&vpc.name).await?;
-    stage.objects.wait_gone::<Vpc>(&vpc.name, READY).await?;
+    stage.objects.delete::<S::Vpc>(&vpc.name).await?;
+    stage.objects.wait_gone::<S::Vpc>(&vpc.name, READY).await?;
     stage.say(format!("VPC/{}: deleted from Kubernetes", vpc.name));
     let gone = match stage.cloud.get_vpc(REGION, &vpc.id).await {
         Err(e) => e.is_not_found(),
@@ -164,24 +167,26 @@ pub async fn delete(
     Ok(())
 }
 
-/// Sets `deletionPolicy: Orphan` and deletes the managed resource: the
-/// object goes, the cloud VPC stays, and no DELETE reaches fakecloud.
-pub async fn orphan(
+/// Sets the VPC to orphan (`deletionPolicy: Orphan`, or policies without
+/// `Delete`) and deletes the managed resource: the object goes, the cloud
+/// VPC stays, and no DELETE reaches fakecloud.
+pub async fn orphan<S: Scope>(
     stage: &Stage<'_>,
     vpc: &ManagedVpc,
     verdict: &mut Verdict,
 ) -> Result<(), ScenarioError> {
     let mark = stage.audit_mark().await?;
     stage.say(format!(
-        "apply VPC/{0} with deletionPolicy Orphan, then kubectl delete vpc {0}",
-        vpc.name
+        "apply VPC/{0} with {1}, then kubectl delete vpc {0}",
+        vpc.name,
+        S::deletion(true)
     ));
     stage
         .objects
-        .apply::<Vpc>(manifest(&vpc.name, &vpc.tags, "Orphan"))
+        .apply::<S::Vpc>(manifest::<S>(&vpc.name, &vpc.tags, true))
         .await?;
-    stage.objects.delete::<Vpc>(&vpc.name).await?;
-    stage.objects.wait_gone::<Vpc>(&vpc.name, READY).await?;
+    stage.objects.delete::<S::Vpc>(&vpc.name).await?;
+    stage.objects.wait_gone::<S::Vpc>(&vpc.name, READY).await?;
     stage.say(format!("VPC/{}: deleted from Kubernetes", vpc.name));
     let in_cloud = stage.admin.resource(Kind::Vpc, &vpc.id, &region()).await;
     stage.say(format!(
@@ -206,10 +211,10 @@ pub async fn orphan(
 
 /// The whole lifecycle, as the tests play it on each cluster backend:
 /// created once, a tag change as one PATCH, deleted from the cloud.
-pub async fn lifecycle(stage: &Stage<'_>, name: &str) -> Result<Verdict, ScenarioError> {
+pub async fn lifecycle<S: Scope>(stage: &Stage<'_>, name: &str) -> Result<Verdict, ScenarioError> {
     let mut verdict = Verdict::default();
-    let mut vpc = create(stage, name, json!({ "team": "a" }), &mut verdict).await?;
-    change_tags(stage, &mut vpc, json!({ "team": "b" }), &mut verdict).await?;
-    delete(stage, &vpc, &mut verdict).await?;
+    let mut vpc = create::<S>(stage, name, json!({ "team": "a" }), &mut verdict).await?;
+    change_tags::<S>(stage, &mut vpc, json!({ "team": "b" }), &mut verdict).await?;
+    delete::<S>(stage, &vpc, &mut verdict).await?;
     Ok(verdict)
 }

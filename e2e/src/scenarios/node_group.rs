@@ -3,52 +3,54 @@
 //! provider, without `LateInitialize` in its policies, neither reverts nor
 //! copies it, while still applying the fields `forProvider` names.
 
-use apis::kinds::NodeGroup;
 use fakecloud::client::Address;
 use fakecloud::model::Kind;
 use serde_json::{Value, json};
 
 use super::report::{at_provider_fields, mutating, status_row};
 use super::{READY, REGION, ScenarioError, Stage, Verdict, under};
-use crate::world::{at_provider, external_name, is_ready, is_synced};
+use crate::scope::Scope;
+use crate::world::{at_provider, external_name, is_ready, is_synced, spec_of};
 
 /// The cluster every node group joins.
 const CLUSTER: &str = "prod";
 
-fn manifest(name: &str, subnet_id: &str, max_size: i64) -> Value {
-    json!({
-        "apiVersion": "compute.fakecloud.crossplane.io/v1alpha1", "kind": "NodeGroup",
-        "metadata": { "name": name },
-        "spec": {
+fn manifest<S: Scope>(name: &str, subnet_id: &str, max_size: i64) -> Value {
+    S::manifest(
+        "compute",
+        "NodeGroup",
+        json!({ "name": name }),
+        json!({
             "managementPolicies": ["Observe", "Create", "Update", "Delete"],
             "initProvider": { "scalingConfig": { "desiredSize": 1 } },
             "forProvider": {
                 "region": REGION, "clusterName": CLUSTER, "nodeRole": "arn:role/nodes",
                 "subnetIds": [subnet_id], "scalingConfig": { "minSize": 1, "maxSize": max_size },
             },
-        },
-    })
+        }),
+    )
 }
 
 /// Creates the NodeGroup in the Subnet `subnet_id`, lets the autoscaler
 /// set `desiredSize` 3 in fakecloud, then raises `maxSize` in the spec.
-pub async fn autoscaled(
+pub async fn autoscaled<S: Scope>(
     stage: &Stage<'_>,
     name: &str,
     subnet_id: &str,
     verdict: &mut Verdict,
 ) -> Result<(), ScenarioError> {
     stage.say(format!(
-        "apply NodeGroup/{name}: managementPolicies [Observe, Create, Update, Delete], \
-         initProvider desiredSize 1, forProvider minSize 1 maxSize 5, subnet {subnet_id}"
+        "apply NodeGroup/{name} ({}): managementPolicies [Observe, Create, Update, Delete], \
+         initProvider desiredSize 1, forProvider minSize 1 maxSize 5, subnet {subnet_id}",
+        S::NAME
     ));
     stage
         .objects
-        .apply::<NodeGroup>(manifest(name, subnet_id, 5))
+        .apply::<S::NodeGroup>(manifest::<S>(name, subnet_id, 5))
         .await?;
     let created = stage
         .objects
-        .wait_for::<NodeGroup>(name, "Ready", READY, |n| is_ready(n) && is_synced(n))
+        .wait_for::<S::NodeGroup>(name, "Ready", READY, |n| is_ready(n) && is_synced(n))
         .await?;
     stage.say(status_row(&created));
     stage.say(at_provider_fields(
@@ -87,7 +89,7 @@ pub async fn autoscaled(
         .await?;
     let observed = stage
         .objects
-        .wait_for::<NodeGroup>(name, "desiredSize 3 observed", READY, |n| {
+        .wait_for::<S::NodeGroup>(name, "desiredSize 3 observed", READY, |n| {
             is_ready(n) && at_provider(n)["scalingConfig"]["desiredSize"] == 3
         })
         .await?;
@@ -95,7 +97,7 @@ pub async fn autoscaled(
     tokio::time::sleep(stage.settle).await;
     let now = stage
         .objects
-        .get::<NodeGroup>(name)
+        .get::<S::NodeGroup>(name)
         .await?
         .unwrap_or(observed);
     stage.say(status_row(&now));
@@ -107,12 +109,7 @@ pub async fn autoscaled(
             "scalingConfig/maxSize",
         ],
     ));
-    let spec_desired = now
-        .spec
-        .for_provider
-        .scaling_config
-        .as_ref()
-        .and_then(|s| s.desired_size);
+    let spec_desired = spec_of(&now)["forProvider"]["scalingConfig"]["desiredSize"].as_i64();
     stage.say(format!(
         "spec.forProvider.scalingConfig.desiredSize: {}",
         spec_desired.map_or_else(|| "unset".to_owned(), |d| d.to_string())
@@ -136,11 +133,11 @@ pub async fn autoscaled(
     stage.say("apply maxSize 6 in forProvider");
     stage
         .objects
-        .apply::<NodeGroup>(manifest(name, subnet_id, 6))
+        .apply::<S::NodeGroup>(manifest::<S>(name, subnet_id, 6))
         .await?;
     let updated = stage
         .objects
-        .wait_for::<NodeGroup>(name, "maxSize 6", READY, |n| {
+        .wait_for::<S::NodeGroup>(name, "maxSize 6", READY, |n| {
             at_provider(n)["scalingConfig"]["maxSize"] == 6
         })
         .await?;

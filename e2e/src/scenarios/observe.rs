@@ -1,20 +1,26 @@
 //! Observe-only resources (seed 000): another team's VPC imported
 //! read-only, a managed Subnet created inside it by reference, the import
 //! procedure that takes it over with zero updates, and letting it go again.
+//! Namespaced, the imported VPC can live in another team's namespace and the
+//! Subnet reference it across namespaces.
 
-use apis::kinds::{Subnet, Vpc};
 use apis::well_known::EXTERNAL_NAME_ANNOTATION;
 use fakecloud::model::{CreateVpc, Kind};
 use serde_json::{Value, json};
 
 use super::report::{at_provider_fields, mutating, status_row};
 use super::{READY, REGION, ScenarioError, Stage, Verdict, collection, region, under};
-use crate::world::{at_provider, external_name, is_ready, is_synced};
+use crate::objects::Objects;
+use crate::scope::Scope;
+use crate::world::{at_provider, external_name, is_ready, is_synced, observed_generation, spec_of};
 
 /// A VPC another team made, imported read-only.
 #[derive(Debug, Clone)]
 pub struct ImportedVpc {
     pub name: String,
+    /// The namespace it was imported in, when namespaced (the [`Stage`]'s
+    /// objects' namespace at the import).
+    pub namespace: String,
     /// fakecloud's id, the external name.
     pub id: String,
     /// The audit mark taken before the import: every call after it is the
@@ -26,23 +32,29 @@ impl ImportedVpc {
     fn path(&self) -> String {
         format!("{}/{}", collection("vpcs"), self.id)
     }
+
+    /// The stage's objects, in the VPC's namespace.
+    fn objects(&self, stage: &Stage<'_>) -> Objects {
+        stage.objects.in_namespace(&self.namespace)
+    }
 }
 
 /// The observe-only manifest: the external name and the region, nothing
 /// else.
-pub fn observed_manifest(name: &str, id: &str) -> Value {
-    json!({
-        "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
-        "metadata": { "name": name, "annotations": { EXTERNAL_NAME_ANNOTATION: id } },
-        "spec": { "managementPolicies": ["Observe"], "forProvider": { "region": REGION } },
-    })
+pub fn observed_manifest<S: Scope>(name: &str, id: &str) -> Value {
+    S::manifest(
+        "network",
+        "VPC",
+        json!({ "name": name, "annotations": { EXTERNAL_NAME_ANNOTATION: id } }),
+        json!({ "managementPolicies": ["Observe"], "forProvider": { "region": REGION } }),
+    )
 }
 
 /// Team B creates a VPC in fakecloud directly, outside Kubernetes; it is
 /// imported with `managementPolicies: ["Observe"]`. `atProvider` then holds
 /// the full observed state (more than `forProvider` names) and the spec is
 /// left as written.
-pub async fn import(
+pub async fn import<S: Scope>(
     stage: &Stage<'_>,
     name: &str,
     cidr: &str,
@@ -62,15 +74,16 @@ pub async fn import(
 
     let since = stage.audit_mark().await?;
     stage.say(format!(
-        "apply VPC/{name}: managementPolicies [\"Observe\"], external-name {id}, forProvider only the region"
+        "apply VPC/{name} ({}): managementPolicies [\"Observe\"], external-name {id}, forProvider only the region",
+        S::NAME
     ));
     let applied = stage
         .objects
-        .apply::<Vpc>(observed_manifest(name, &id))
+        .apply::<S::Vpc>(observed_manifest::<S>(name, &id))
         .await?;
     let observed = stage
         .objects
-        .wait_for::<Vpc>(name, "observed", READY, |v| {
+        .wait_for::<S::Vpc>(name, "observed", READY, |v| {
             is_ready(v) && is_synced(v) && at_provider(v)["id"] == id.as_str()
         })
         .await?;
@@ -88,10 +101,11 @@ pub async fn import(
     );
     verdict.check(
         "observe-only left spec.forProvider as written (no late-init)",
-        observed.spec == applied.spec,
+        spec_of(&observed) == spec_of(&applied),
     );
     Ok(ImportedVpc {
         name: name.to_owned(),
+        namespace: stage.objects.namespace().to_owned(),
         id,
         since,
     })
@@ -100,7 +114,7 @@ pub async fn import(
 /// A managed Subnet inside the imported VPC, found by `vpcIdRef`: the
 /// reference resolves to the VPC's id, the Subnet is created there, and the
 /// imported VPC sees no mutating call. Returns the Subnet's cloud id.
-pub async fn subnet_by_reference(
+pub async fn subnet_by_reference<S: Scope>(
     stage: &Stage<'_>,
     vpc: &ImportedVpc,
     name: &str,
@@ -108,27 +122,32 @@ pub async fn subnet_by_reference(
     verdict: &mut Verdict,
 ) -> Result<String, ScenarioError> {
     let mark = stage.audit_mark().await?;
+    let reference = S::reference(&vpc.name, &vpc.namespace);
     stage.say(format!(
-        "apply Subnet/{name}: vpcIdRef {}, cidrBlock {cidr}",
-        vpc.name
+        "apply Subnet/{name} ({}): vpcIdRef {reference}, cidrBlock {cidr}",
+        S::NAME
     ));
     stage
         .objects
-        .apply::<Subnet>(json!({
-            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "Subnet",
-            "metadata": { "name": name },
-            "spec": { "forProvider": {
-                "region": REGION, "vpcIdRef": { "name": vpc.name },
+        .apply::<S::Subnet>(S::manifest(
+            "network",
+            "Subnet",
+            json!({ "name": name }),
+            json!({ "forProvider": {
+                "region": REGION, "vpcIdRef": reference,
                 "cidrBlock": cidr, "availabilityZone": "us-east-1a",
-            } },
-        }))
+            } }),
+        ))
         .await?;
     let subnet = stage
         .objects
-        .wait_for::<Subnet>(name, "Ready", READY, |s| is_ready(s) && is_synced(s))
+        .wait_for::<S::Subnet>(name, "Ready", READY, |s| is_ready(s) && is_synced(s))
         .await?;
     stage.say(status_row(&subnet));
-    let resolved = subnet.spec.for_provider.vpc_id.as_deref().unwrap_or("-");
+    let resolved = spec_of(&subnet)["forProvider"]["vpcId"]
+        .as_str()
+        .unwrap_or("-")
+        .to_owned();
     stage.say(format!(
         "spec.forProvider.vpcId resolved from the ref: {resolved}"
     ));
@@ -184,24 +203,25 @@ pub async fn subnet_by_reference(
 /// The import procedure: `forProvider` copied from `atProvider`, the
 /// policies widened to `["*"]`. Taking over makes zero updates; a change
 /// made afterwards is applied with one PATCH.
-pub async fn take_over(
+pub async fn take_over<S: Scope>(
     stage: &Stage<'_>,
     vpc: &ImportedVpc,
     verdict: &mut Verdict,
 ) -> Result<(), ScenarioError> {
-    let observed = stage
-        .objects
-        .wait_for::<Vpc>(&vpc.name, "observed", READY, is_ready)
+    let objects = vpc.objects(stage);
+    let observed = objects
+        .wait_for::<S::Vpc>(&vpc.name, "observed", READY, is_ready)
         .await?;
     let cidr = at_provider(&observed)["cidrBlock"].clone();
     let tags = at_provider(&observed)["tags"].clone();
     let manifest = |tags: &Value| {
-        json!({
-            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
-            "metadata": { "name": vpc.name, "annotations": { EXTERNAL_NAME_ANNOTATION: vpc.id } },
-            "spec": { "managementPolicies": ["*"],
-                      "forProvider": { "region": REGION, "cidrBlock": cidr, "tags": tags } },
-        })
+        S::manifest(
+            "network",
+            "VPC",
+            json!({ "name": vpc.name, "annotations": { EXTERNAL_NAME_ANNOTATION: vpc.id } }),
+            json!({ "managementPolicies": ["*"],
+                    "forProvider": { "region": REGION, "cidrBlock": cidr, "tags": tags } }),
+        )
     };
 
     let path = vpc.path();
@@ -210,18 +230,11 @@ pub async fn take_over(
         "apply VPC/{}: managementPolicies [\"*\"], forProvider.cidrBlock and tags copied from atProvider",
         vpc.name
     ));
-    let taken = stage.objects.apply::<Vpc>(manifest(&tags)).await?;
-    let generation = taken.metadata.generation.unwrap_or_default();
-    let reconciled = stage
-        .objects
-        .wait_for::<Vpc>(&vpc.name, "reconciled under full control", READY, |v| {
-            is_ready(v)
-                && is_synced(v)
-                && v.status.as_ref().is_some_and(|s| {
-                    s.conditions
-                        .iter()
-                        .all(|c| c.observed_generation.unwrap_or_default() >= generation)
-                })
+    let taken = objects.apply::<S::Vpc>(manifest(&tags)).await?;
+    let generation = kube::Resource::meta(&taken).generation.unwrap_or_default();
+    let reconciled = objects
+        .wait_for::<S::Vpc>(&vpc.name, "reconciled under full control", READY, |v| {
+            is_ready(v) && is_synced(v) && observed_generation(v) >= generation
         })
         .await?;
     tokio::time::sleep(stage.settle).await;
@@ -239,10 +252,9 @@ pub async fn take_over(
     new_tags["env"] = json!("prod");
     stage.say("now managed: apply tag env=prod");
     let mark = stage.audit_mark().await?;
-    stage.objects.apply::<Vpc>(manifest(&new_tags)).await?;
-    let changed = stage
-        .objects
-        .wait_for::<Vpc>(&vpc.name, "env tag applied", READY, |v| {
+    objects.apply::<S::Vpc>(manifest(&new_tags)).await?;
+    let changed = objects
+        .wait_for::<S::Vpc>(&vpc.name, "env tag applied", READY, |v| {
             at_provider(v)["tags"]["env"] == "prod"
         })
         .await?;
@@ -262,14 +274,15 @@ pub async fn take_over(
 
 /// Deletes the observe-only managed resource: the object goes, the VPC
 /// stays, and nothing since the import mutated it.
-pub async fn release(
+pub async fn release<S: Scope>(
     stage: &Stage<'_>,
     vpc: &ImportedVpc,
     verdict: &mut Verdict,
 ) -> Result<(), ScenarioError> {
     stage.say(format!("kubectl delete vpc {}", vpc.name));
-    stage.objects.delete::<Vpc>(&vpc.name).await?;
-    stage.objects.wait_gone::<Vpc>(&vpc.name, READY).await?;
+    let objects = vpc.objects(stage);
+    objects.delete::<S::Vpc>(&vpc.name).await?;
+    objects.wait_gone::<S::Vpc>(&vpc.name, READY).await?;
     let stays = stage.cloud.get_vpc(REGION, &vpc.id).await.is_ok();
     verdict.check(
         format!("deleting the managed resource left {}", vpc.id),
@@ -290,9 +303,12 @@ pub async fn release(
 /// Import and release, as the tests play it on each cluster backend: the
 /// imported VPC is observed in full, and outlives its managed resource
 /// untouched.
-pub async fn import_and_release(stage: &Stage<'_>, name: &str) -> Result<Verdict, ScenarioError> {
+pub async fn import_and_release<S: Scope>(
+    stage: &Stage<'_>,
+    name: &str,
+) -> Result<Verdict, ScenarioError> {
     let mut verdict = Verdict::default();
-    let vpc = import(stage, name, "10.1.0.0/16", &mut verdict).await?;
-    release(stage, &vpc, &mut verdict).await?;
+    let vpc = import::<S>(stage, name, "10.1.0.0/16", &mut verdict).await?;
+    release::<S>(stage, &vpc, &mut verdict).await?;
     Ok(verdict)
 }
