@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 
 use apis::Managed;
 use apis::generate::{ManagedResourceDefinition, MrdState, default_package_root, stale_files};
-use apis::kinds::{DatabaseInstance, NodeGroup, ProviderConfig, Subnet, Vpc};
+use apis::kinds::{
+    DatabaseInstance, NodeGroup, ProviderConfig, Subnet, Vpc, database_instance, nodegroup,
+    provider_config, subnet, vpc,
+};
 use k8s_openapi::api::core::v1::Secret;
 use kube::CustomResourceExt;
 use serde::Deserialize;
@@ -154,44 +157,77 @@ fn parse<T: serde::de::DeserializeOwned>(file: &str, document: &Value) -> T {
     serde_json::from_value(document.clone()).unwrap_or_else(|e| panic!("{file}: {e}"))
 }
 
+/// Parses `document` into `T` and checks it against `T`'s CRD.
+fn check_resource<T: CustomResourceExt + serde::de::DeserializeOwned>(
+    file: &str,
+    document: &Value,
+) {
+    parse::<T>(file, document);
+    check_against_crd(file, T::crd(), document);
+}
+
 #[test]
 fn every_example_parses_into_the_rust_types_and_passes_the_schema_and_rules() {
     let mut kinds = Vec::new();
     for (file, document) in example_documents() {
+        let api_version = document["apiVersion"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{file}: no apiVersion"))
+            .to_owned();
         let kind = document["kind"]
             .as_str()
             .unwrap_or_else(|| panic!("{file}: no kind"))
             .to_owned();
-        match kind.as_str() {
-            "VPC" => {
-                parse::<Vpc>(&file, &document);
-                check_against_crd(&file, Vpc::crd(), &document);
+        let group = api_version.split_once('/').map_or("", |(group, _)| group);
+        // Named as metrics name kinds: `.m` for the namespaced groups.
+        let label = if group.contains(".m.") {
+            format!("{kind}.m")
+        } else {
+            kind.clone()
+        };
+        match (api_version.as_str(), kind.as_str()) {
+            ("network.fakecloud.crossplane.io/v1alpha1", "VPC") => {
+                check_resource::<Vpc>(&file, &document)
             }
-            "Subnet" => {
-                parse::<Subnet>(&file, &document);
-                check_against_crd(&file, Subnet::crd(), &document);
+            ("network.fakecloud.m.crossplane.io/v1alpha1", "VPC") => {
+                check_resource::<vpc::m::Vpc>(&file, &document)
             }
-            "NodeGroup" => {
-                parse::<NodeGroup>(&file, &document);
-                check_against_crd(&file, NodeGroup::crd(), &document);
+            ("network.fakecloud.crossplane.io/v1alpha1", "Subnet") => {
+                check_resource::<Subnet>(&file, &document)
             }
-            "DatabaseInstance" => {
-                parse::<DatabaseInstance>(&file, &document);
-                check_against_crd(&file, DatabaseInstance::crd(), &document);
+            ("network.fakecloud.m.crossplane.io/v1alpha1", "Subnet") => {
+                check_resource::<subnet::m::Subnet>(&file, &document)
             }
-            "ProviderConfig" => {
-                parse::<ProviderConfig>(&file, &document);
-                check_against_crd(&file, ProviderConfig::crd(), &document);
+            ("compute.fakecloud.crossplane.io/v1alpha1", "NodeGroup") => {
+                check_resource::<NodeGroup>(&file, &document)
             }
-            "Secret" => {
+            ("compute.fakecloud.m.crossplane.io/v1alpha1", "NodeGroup") => {
+                check_resource::<nodegroup::m::NodeGroup>(&file, &document)
+            }
+            ("database.fakecloud.crossplane.io/v1alpha1", "DatabaseInstance") => {
+                check_resource::<DatabaseInstance>(&file, &document)
+            }
+            ("database.fakecloud.m.crossplane.io/v1alpha1", "DatabaseInstance") => {
+                check_resource::<database_instance::m::DatabaseInstance>(&file, &document)
+            }
+            ("fakecloud.crossplane.io/v1alpha1", "ProviderConfig") => {
+                check_resource::<ProviderConfig>(&file, &document)
+            }
+            ("fakecloud.m.crossplane.io/v1alpha1", "ProviderConfig") => {
+                check_resource::<provider_config::m::ProviderConfig>(&file, &document)
+            }
+            ("fakecloud.m.crossplane.io/v1alpha1", "ClusterProviderConfig") => {
+                check_resource::<provider_config::m::ClusterProviderConfig>(&file, &document)
+            }
+            ("v1", "Secret") => {
                 parse::<Secret>(&file, &document);
             }
-            "ManagedResourceActivationPolicy" => {
+            ("apiextensions.crossplane.io/v1alpha1", "ManagedResourceActivationPolicy") => {
                 parse::<ActivationPolicy>(&file, &document);
             }
-            other => panic!("{file}: unexpected kind {other}"),
+            (other_version, other) => panic!("{file}: unexpected kind {other_version} {other}"),
         }
-        kinds.push(kind);
+        kinds.push(label);
     }
     for expected in [
         "VPC",
@@ -199,7 +235,14 @@ fn every_example_parses_into_the_rust_types_and_passes_the_schema_and_rules() {
         "NodeGroup",
         "DatabaseInstance",
         "ProviderConfig",
+        "VPC.m",
+        "Subnet.m",
+        "NodeGroup.m",
+        "DatabaseInstance.m",
+        "ProviderConfig.m",
+        "ClusterProviderConfig.m",
         "Secret",
+        "ManagedResourceActivationPolicy",
     ] {
         assert!(
             kinds.iter().any(|k| k == expected),
@@ -248,13 +291,24 @@ fn activated_by(example: &str) -> Vec<String> {
 }
 
 #[test]
-fn activation_policies_activate_all_kinds_or_only_the_network_kinds() {
-    assert_eq!(activated_by("mrap-activate-all.yaml").len(), 4);
+fn activation_policies_activate_all_kinds_only_the_network_kinds_or_only_the_namespaced_ones() {
+    assert_eq!(activated_by("mrap-activate-all.yaml").len(), 8);
     assert_eq!(
         activated_by("mrap-activate-network.yaml"),
         [
             "subnets.network.fakecloud.crossplane.io",
-            "vpcs.network.fakecloud.crossplane.io"
+            "subnets.network.fakecloud.m.crossplane.io",
+            "vpcs.network.fakecloud.crossplane.io",
+            "vpcs.network.fakecloud.m.crossplane.io",
+        ]
+    );
+    assert_eq!(
+        activated_by("mrap-activate-namespaced.yaml"),
+        [
+            "databaseinstances.database.fakecloud.m.crossplane.io",
+            "nodegroups.compute.fakecloud.m.crossplane.io",
+            "subnets.network.fakecloud.m.crossplane.io",
+            "vpcs.network.fakecloud.m.crossplane.io",
         ]
     );
 }
