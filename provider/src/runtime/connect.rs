@@ -140,7 +140,17 @@ impl Connector {
                     .to_owned()
             }
         };
-        self.track_usage(mr, kind, &key).await?;
+        match self.track_usage(mr, kind, &key).await {
+            Ok(()) => {}
+            // A resource being deleted needs the config only to finish: a
+            // usage that cannot be written then (its namespace is being
+            // deleted, and refuses new objects) must not keep the cloud
+            // resource alive. The usage it had protected it until now.
+            Err(error) if mr.meta().deletion_timestamp.is_some() => {
+                tracing::debug!(%error, "usage not recorded for a resource being deleted");
+            }
+            Err(error) => return Err(error),
+        }
         Ok(self.client(&endpoint, api_key))
     }
 
