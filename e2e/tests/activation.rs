@@ -489,3 +489,76 @@ async fn a_flapping_crd_leaves_exactly_one_controller() -> anyhow::Result<()> {
     world.shutdown().await;
     Ok(())
 }
+
+/// A Crossplane v2 platform that activates only the namespaced kinds
+/// (`mrap-activate-namespaced.yaml`): with no legacy CRD at all, the
+/// namespaced controllers and the two ProviderConfig kinds of their group
+/// start, one each, and a namespaced VPC with a Subnet referencing it
+/// becomes Ready through the default ClusterProviderConfig.
+#[tokio::test]
+async fn a_provider_with_only_the_namespaced_crds_runs_them() -> anyhow::Result<()> {
+    use apis::kinds::subnet::m::Subnet as NsSubnet;
+    use apis::kinds::vpc::m::Vpc as NsVpc;
+    use e2e::scope::{APP, Namespaced, Scope};
+    let (_logs, _guard) = capture_logs();
+    let world = start_world().await?;
+    let namespaced: Vec<PathBuf> = std::fs::read_dir(e2e::crds::package_crds_dir())?
+        .map(|entry| entry.map(|e| e.path()))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .filter(|path| path.to_string_lossy().contains(".m.crossplane.io_"))
+        .collect();
+    assert_eq!(namespaced.len(), 8, "{namespaced:?}");
+    world.cluster.install_crd_files(&namespaced).await?;
+    let expected = [
+        "ClusterProviderConfig.m",
+        "DatabaseInstance.m",
+        "NodeGroup.m",
+        "ProviderConfig.m",
+        "Subnet.m",
+        "VPC.m",
+    ];
+    wait_running(&world.metrics, &expected).await;
+    world.create_cluster_provider_config("default").await?;
+
+    let app = Namespaced::objects(&world.objects);
+    let spec = |v: serde_json::Value| v["spec"].clone();
+    app.apply::<NsVpc>(Namespaced::manifest(
+        "network",
+        "VPC",
+        json!({ "name": "net" }),
+        spec(vpc("net", json!({ "team": "a" }))),
+    ))
+    .await?;
+    let mut subnet_spec = spec(subnet("web", "net", "10.0.1.0/24"));
+    subnet_spec["forProvider"]["vpcIdRef"]["namespace"] = json!(APP);
+    app.apply::<NsSubnet>(Namespaced::manifest(
+        "network",
+        "Subnet",
+        json!({ "name": "web" }),
+        subnet_spec,
+    ))
+    .await?;
+    for ready in [
+        app.wait_for::<NsVpc>("net", "Ready", READY, |v| is_ready(v) && is_synced(v))
+            .await
+            .map(|v| external_name(&v)),
+        app.wait_for::<NsSubnet>("web", "Ready", READY, |s| is_ready(s) && is_synced(s))
+            .await
+            .map(|s| external_name(&s)),
+    ] {
+        assert!(ready?.is_some());
+    }
+    assert_eq!(running(&world.metrics), expected);
+    let vpcs = world
+        .admin
+        .resources(Some(fakecloud::model::Kind::Vpc), None)
+        .await?;
+    let subnets = world
+        .admin
+        .resources(Some(fakecloud::model::Kind::Subnet), None)
+        .await?;
+    assert_eq!((vpcs.len(), subnets.len()), (1, 1));
+    world.shutdown().await;
+    Ok(())
+}
