@@ -252,14 +252,17 @@ impl System {
         Ok(())
     }
 
-    /// The namespace and the Secret holding fakecloud's API key; plain
-    /// Kubernetes objects, so they exist before any CRD does.
+    /// The namespaces (the credentials', and `app` and `net` of the
+    /// namespaced stories) and the Secret holding fakecloud's API key;
+    /// plain Kubernetes objects, so they exist before any CRD does.
     async fn create_credentials(&self) -> Result<(), DemoError> {
-        self.objects
-            .apply::<Namespace>(json!({
-                "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": NAMESPACE },
-            }))
-            .await?;
+        for namespace in [NAMESPACE, e2e::scope::APP, e2e::scope::NET] {
+            self.objects
+                .apply::<Namespace>(json!({
+                    "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": namespace },
+                }))
+                .await?;
+        }
         self.objects
             .apply_namespaced::<Secret>(
                 NAMESPACE,

@@ -19,6 +19,8 @@ pub const NET: &str = "net";
 pub trait Scope: Send + Sync + 'static {
     /// How narration and reports name it.
     const NAME: &'static str;
+    /// Whether its managed kinds are namespaced.
+    const NAMESPACED: bool;
     type Vpc: Kind;
     type Subnet: Kind;
     type NodeGroup: Kind;
@@ -66,6 +68,7 @@ pub struct Namespaced;
 
 impl Scope for Legacy {
     const NAME: &'static str = "cluster-scoped (legacy)";
+    const NAMESPACED: bool = false;
     type Vpc = apis::kinds::vpc::Vpc;
     type Subnet = apis::kinds::subnet::Subnet;
     type NodeGroup = apis::kinds::nodegroup::NodeGroup;
@@ -90,6 +93,7 @@ impl Scope for Legacy {
 
 impl Scope for Namespaced {
     const NAME: &'static str = "namespaced";
+    const NAMESPACED: bool = true;
     type Vpc = apis::kinds::vpc::m::Vpc;
     type Subnet = apis::kinds::subnet::m::Subnet;
     type NodeGroup = apis::kinds::nodegroup::m::NodeGroup;

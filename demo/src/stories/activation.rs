@@ -1,10 +1,12 @@
 //! Story 1, late activation (seed 002): the provider runs with none of its
 //! CRDs; installing them one kind at a time starts exactly that kind's
-//! controller, as `provider_active_controllers` shows.
+//! controller, as `provider_active_controllers` shows. The namespaced kinds
+//! (`VPC.m`, ...) come first, then the legacy cluster-scoped ones.
 
 use std::time::{Duration, Instant};
 
 use apis::kinds::provider_config::ProviderConfig;
+use apis::kinds::provider_config::m::ClusterProviderConfig;
 use serde_json::json;
 
 use e2e::crds::package_crds_dir;
@@ -17,23 +19,49 @@ use crate::{DemoError, System};
 /// Established.
 const GATE: Duration = Duration::from_secs(10);
 
-/// Each kind with the CRD files that switch it on, in install order.
-const KINDS: [(&str, &[&str]); 5] = [
+/// The controllers (by their metrics label) each group of CRD files
+/// switches on, in install order.
+const KINDS: [(&[&str], &[&str]); 10] = [
     (
-        "ProviderConfig",
+        &["ClusterProviderConfig.m", "ProviderConfig.m"],
+        &[
+            "fakecloud.m.crossplane.io_providerconfigs.yaml",
+            "fakecloud.m.crossplane.io_providerconfigusages.yaml",
+            "fakecloud.m.crossplane.io_clusterproviderconfigs.yaml",
+            "fakecloud.m.crossplane.io_clusterproviderconfigusages.yaml",
+        ],
+    ),
+    (&["VPC.m"], &["network.fakecloud.m.crossplane.io_vpcs.yaml"]),
+    (
+        &["Subnet.m"],
+        &["network.fakecloud.m.crossplane.io_subnets.yaml"],
+    ),
+    (
+        &["NodeGroup.m"],
+        &["compute.fakecloud.m.crossplane.io_nodegroups.yaml"],
+    ),
+    (
+        &["DatabaseInstance.m"],
+        &["database.fakecloud.m.crossplane.io_databaseinstances.yaml"],
+    ),
+    (
+        &["ProviderConfig"],
         &[
             "fakecloud.crossplane.io_providerconfigs.yaml",
             "fakecloud.crossplane.io_providerconfigusages.yaml",
         ],
     ),
-    ("VPC", &["network.fakecloud.crossplane.io_vpcs.yaml"]),
-    ("Subnet", &["network.fakecloud.crossplane.io_subnets.yaml"]),
+    (&["VPC"], &["network.fakecloud.crossplane.io_vpcs.yaml"]),
     (
-        "NodeGroup",
+        &["Subnet"],
+        &["network.fakecloud.crossplane.io_subnets.yaml"],
+    ),
+    (
+        &["NodeGroup"],
         &["compute.fakecloud.crossplane.io_nodegroups.yaml"],
     ),
     (
-        "DatabaseInstance",
+        &["DatabaseInstance"],
         &["database.fakecloud.crossplane.io_databaseinstances.yaml"],
     ),
 ];
@@ -48,17 +76,19 @@ pub(crate) async fn play(system: &mut System) -> Result<Verdict, DemoError> {
     verdict.check("no controller runs before its CRD", before.is_empty());
 
     let mut expected: Vec<String> = Vec::new();
-    for (kind, files) in KINDS {
+    for (kinds, files) in KINDS {
         let paths: Vec<_> = files.iter().map(|f| package_crds_dir().join(f)).collect();
         let names = system.cluster.install_crd_files(&paths).await?;
         let established = Instant::now();
-        expected.push(kind.to_owned());
+        expected.extend(kinds.iter().map(|k| (*k).to_owned()));
         expected.sort();
+        let kind = kinds.join(" and ");
         let active = wait_for_controllers(system, &expected).await?;
         let started = active == expected;
         system.stage().say(format!(
-            "+ CRD {} Established -> {kind} controller {} {:.2}s later",
+            "+ CRD {} Established -> {kind} controller{} {} {:.2}s later",
             names.join(" + "),
+            if kinds.len() > 1 { "s" } else { "" },
             if started { "active" } else { "NOT active" },
             established.elapsed().as_secs_f64(),
         ));
@@ -71,6 +101,23 @@ pub(crate) async fn play(system: &mut System) -> Result<Verdict, DemoError> {
         );
     }
 
+    let cluster_config = system
+        .objects
+        .apply::<ClusterProviderConfig>(json!({
+            "apiVersion": "fakecloud.m.crossplane.io/v1alpha1", "kind": "ClusterProviderConfig",
+            "metadata": { "name": "default" },
+            "spec": {
+                "endpoint": system.cloud_url(),
+                "credentials": { "source": "Secret",
+                    "secretRef": { "namespace": NAMESPACE, "name": CREDENTIALS_SECRET, "key": "apiKey" } },
+            },
+        }))
+        .await?;
+    system.stage().say(format!(
+        "ClusterProviderConfig/{} (what namespaced resources use by default) -> {} with the API key from Secret {NAMESPACE}/{CREDENTIALS_SECRET}",
+        cluster_config.metadata.name.as_deref().unwrap_or_default(),
+        system.cloud_url(),
+    ));
     let provider_config = system
         .objects
         .apply::<ProviderConfig>(json!({
@@ -84,7 +131,7 @@ pub(crate) async fn play(system: &mut System) -> Result<Verdict, DemoError> {
         }))
         .await?;
     system.stage().say(format!(
-        "ProviderConfig/{} -> {} with the API key from Secret {NAMESPACE}/{CREDENTIALS_SECRET} (key apiKey)",
+        "ProviderConfig/{} (legacy, for the cluster-scoped kinds) -> {} with the API key from Secret {NAMESPACE}/{CREDENTIALS_SECRET} (key apiKey)",
         provider_config.metadata.name.as_deref().unwrap_or_default(),
         system.cloud_url(),
     ));

@@ -1,6 +1,10 @@
 //! The seeds' stories, played in order against the running system. Each
 //! prints a one-line heading, what a user would check, and a verdict made
 //! of named checks, so "expectation held: no" always says which part failed.
+//!
+//! After late activation, the stories play on the namespaced kinds first
+//! (Crossplane v2's, what new users start with), then again on the legacy
+//! cluster-scoped kinds.
 
 mod activation;
 mod connection;
@@ -9,57 +13,113 @@ mod nodegroup;
 
 use e2e::scenarios::network::ManagedVpc;
 use e2e::scenarios::observe::ImportedVpc;
+use e2e::scope::{Legacy, Namespaced};
 
 use super::{DemoError, Progress, System};
+
+/// The scope a story plays on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// `*.fakecloud.m.crossplane.io`, in namespaces `app` and `net`.
+    Namespaced,
+    /// The legacy cluster-scoped kinds.
+    Legacy,
+}
 
 /// One story of the demo.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Story {
     LateActivation,
-    FullControlVpc,
-    ObserveOnlyWithSubnet,
-    ImportProcedure,
-    AutoscaledNodeGroup,
-    ConnectionSecret,
-    OrphanDeletion,
+    FullControlVpc(Scope),
+    ObserveOnlyWithSubnet(Scope),
+    ImportProcedure(Scope),
+    AutoscaledNodeGroup(Scope),
+    ConnectionSecret(Scope),
+    OrphanDeletion(Scope),
 }
 
 impl Story {
-    /// The order the demo plays them in (later ones build on earlier ones).
-    pub const ALL: [Story; 7] = [
-        Story::LateActivation,
-        Story::FullControlVpc,
-        Story::ObserveOnlyWithSubnet,
-        Story::ImportProcedure,
-        Story::AutoscaledNodeGroup,
-        Story::ConnectionSecret,
-        Story::OrphanDeletion,
-    ];
+    /// The stories of one scope, in the order they build on each other.
+    const fn of(scope: Scope) -> [Story; 6] {
+        [
+            Story::FullControlVpc(scope),
+            Story::ObserveOnlyWithSubnet(scope),
+            Story::ImportProcedure(scope),
+            Story::AutoscaledNodeGroup(scope),
+            Story::ConnectionSecret(scope),
+            Story::OrphanDeletion(scope),
+        ]
+    }
 
-    pub fn heading(self) -> &'static str {
+    /// The order the demo plays them in: activation, the namespaced
+    /// stories, then the legacy ones.
+    pub fn all() -> Vec<Story> {
+        let mut all = vec![Story::LateActivation];
+        all.extend(Story::of(Scope::Namespaced));
+        all.extend(Story::of(Scope::Legacy));
+        all
+    }
+
+    fn scope(self) -> Option<Scope> {
+        match self {
+            Story::LateActivation => None,
+            Story::FullControlVpc(scope)
+            | Story::ObserveOnlyWithSubnet(scope)
+            | Story::ImportProcedure(scope)
+            | Story::AutoscaledNodeGroup(scope)
+            | Story::ConnectionSecret(scope)
+            | Story::OrphanDeletion(scope) => Some(scope),
+        }
+    }
+
+    /// The heading, with the scope the story plays on.
+    pub fn heading(self) -> String {
+        match self.scope() {
+            None => self.what().to_owned(),
+            Some(Scope::Namespaced) => format!("[namespaced, v2] {}", self.what()),
+            Some(Scope::Legacy) => format!("[legacy, cluster-scoped] {}", self.what()),
+        }
+    }
+
+    fn what(self) -> &'static str {
         match self {
             Story::LateActivation => {
                 "Late activation: the provider started with no CRDs; each controller starts when its CRD appears (seed 002)"
             }
-            Story::FullControlVpc => {
+            Story::FullControlVpc(_) => {
                 "Full control: a VPC created, observed and owned by the provider"
             }
-            Story::ObserveOnlyWithSubnet => {
+            Story::ObserveOnlyWithSubnet(_) => {
                 "Observe-only: another team's VPC imported read-only, and a managed Subnet referencing it (seed 000)"
             }
-            Story::ImportProcedure => {
+            Story::ImportProcedure(_) => {
                 "Import procedure: take the observed VPC over with zero updates, then manage it (seed 000)"
             }
-            Story::AutoscaledNodeGroup => {
+            Story::AutoscaledNodeGroup(_) => {
                 "Ignore changes: a NodeGroup's desiredSize set once by initProvider, then left to an outside autoscaler (seed 003)"
             }
-            Story::ConnectionSecret => {
+            Story::ConnectionSecret(_) => {
                 "Connection secret: a DatabaseInstance publishes its documented keys, and they authenticate against fakecloud"
             }
-            Story::OrphanDeletion => {
+            Story::OrphanDeletion(Scope::Namespaced) => {
+                "Orphaning: managementPolicies without Delete, and deleting the managed resource leaves the cloud resource alone (seed 003)"
+            }
+            Story::OrphanDeletion(Scope::Legacy) => {
                 "Deletion with Orphan: deleting the managed resource leaves the cloud resource alone (seed 003)"
             }
         }
+    }
+}
+
+/// The name of a resource whose kind takes `metadata.name` as its cloud
+/// name (NodeGroup, DatabaseInstance): the legacy stories' get a prefix,
+/// since the cloud has one namespace of names for both scopes, and two
+/// managed resources of one cloud name would manage the same resource.
+pub(crate) fn cloud_name<S: e2e::scope::Scope>(base: &str) -> String {
+    if S::NAMESPACED {
+        base.to_owned()
+    } else {
+        format!("legacy-{base}")
     }
 }
 
@@ -81,20 +141,63 @@ pub async fn play_all(
     system: &mut System,
     progress: &Progress,
 ) -> Result<Vec<(Story, bool)>, DemoError> {
-    let mut shared = Shared::default();
+    let mut namespaced = Shared::default();
+    let mut legacy = Shared::default();
     let mut results = Vec::new();
-    for (number, story) in Story::ALL.into_iter().enumerate() {
+    for (number, story) in Story::all().into_iter().enumerate() {
+        if story == Story::FullControlVpc(Scope::Namespaced) {
+            println!();
+            println!(
+                "The namespaced kinds (Crossplane v2, groups *.fakecloud.m.crossplane.io), in namespaces app and net:"
+            );
+        }
+        if story == Story::FullControlVpc(Scope::Legacy) {
+            println!();
+            println!(
+                "The same stories on the legacy cluster-scoped kinds (groups *.fakecloud.crossplane.io), kept for existing users:"
+            );
+        }
         println!();
         println!("{}. {}", number + 1, story.heading());
         let started = progress.elapsed();
         let outcome = match story {
             Story::LateActivation => activation::play(system).await,
-            Story::FullControlVpc => network::full_control(system, &mut shared).await,
-            Story::ObserveOnlyWithSubnet => network::observe_only(system, &mut shared).await,
-            Story::ImportProcedure => network::import_procedure(system, &shared).await,
-            Story::AutoscaledNodeGroup => nodegroup::play(system, &shared).await,
-            Story::ConnectionSecret => connection::play(system).await,
-            Story::OrphanDeletion => network::orphan(system, &shared).await,
+            Story::FullControlVpc(Scope::Namespaced) => {
+                network::full_control::<Namespaced>(system, &mut namespaced).await
+            }
+            Story::FullControlVpc(Scope::Legacy) => {
+                network::full_control::<Legacy>(system, &mut legacy).await
+            }
+            Story::ObserveOnlyWithSubnet(Scope::Namespaced) => {
+                network::observe_only::<Namespaced>(system, &mut namespaced).await
+            }
+            Story::ObserveOnlyWithSubnet(Scope::Legacy) => {
+                network::observe_only::<Legacy>(system, &mut legacy).await
+            }
+            Story::ImportProcedure(Scope::Namespaced) => {
+                network::import_procedure::<Namespaced>(system, &namespaced).await
+            }
+            Story::ImportProcedure(Scope::Legacy) => {
+                network::import_procedure::<Legacy>(system, &legacy).await
+            }
+            Story::AutoscaledNodeGroup(Scope::Namespaced) => {
+                nodegroup::play::<Namespaced>(system, &namespaced).await
+            }
+            Story::AutoscaledNodeGroup(Scope::Legacy) => {
+                nodegroup::play::<Legacy>(system, &legacy).await
+            }
+            Story::ConnectionSecret(Scope::Namespaced) => {
+                connection::play::<Namespaced>(system, e2e::scope::APP).await
+            }
+            Story::ConnectionSecret(Scope::Legacy) => {
+                connection::play::<Legacy>(system, crate::system::NAMESPACE).await
+            }
+            Story::OrphanDeletion(Scope::Namespaced) => {
+                network::orphan::<Namespaced>(system, &namespaced).await
+            }
+            Story::OrphanDeletion(Scope::Legacy) => {
+                network::orphan::<Legacy>(system, &legacy).await
+            }
         };
         let took = progress.elapsed().saturating_sub(started).as_secs_f64();
         let stage = system.stage();
