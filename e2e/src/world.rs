@@ -243,9 +243,10 @@ impl World {
         }
     }
 
-    /// A ProviderConfig named `name` pointing at this fakecloud, with its
-    /// credentials Secret `<name>-credentials` (key `apiKey`).
-    pub async fn create_provider_config(&self, name: &str) -> Result<(), WorldError> {
+    /// A cluster-scoped ProviderConfig of kind `K` named `name`, pointing at
+    /// this fakecloud, with its credentials Secret `<name>-credentials`
+    /// (key `apiKey`) in [`NAMESPACE`].
+    async fn create_config<K: Kind>(&self, name: &str) -> Result<(), WorldError> {
         let secret_name = format!("{name}-credentials");
         self.objects
             .apply_namespaced::<Secret>(
@@ -257,8 +258,8 @@ impl World {
                 }),
             )
             .await?;
-        self.apply(json!({
-            "apiVersion": "fakecloud.crossplane.io/v1alpha1", "kind": "ProviderConfig",
+        self.apply::<K>(json!({
+            "apiVersion": K::api_version(&()), "kind": K::kind(&()),
             "metadata": { "name": name },
             "spec": {
                 "endpoint": self.cloud_url(),
@@ -267,36 +268,21 @@ impl World {
             },
         }))
         .await
-        .map(|_: apis::kinds::provider_config::ProviderConfig| ())
+        .map(drop)
     }
 
-    /// A ClusterProviderConfig named `name`, the one namespaced managed
-    /// resources use by default, pointing at this fakecloud with the
-    /// credentials Secret of [`World::create_provider_config`]'s `name`
-    /// (made here if missing).
+    /// A legacy ProviderConfig named `name` (see [`World::create_config`]).
+    pub async fn create_provider_config(&self, name: &str) -> Result<(), WorldError> {
+        self.create_config::<apis::kinds::provider_config::ProviderConfig>(name)
+            .await
+    }
+
+    /// A ClusterProviderConfig named `name`: `default` is the one namespaced
+    /// managed resources use unless they name another (see
+    /// [`World::create_config`]).
     pub async fn create_cluster_provider_config(&self, name: &str) -> Result<(), WorldError> {
-        let secret_name = format!("{name}-credentials");
-        self.objects
-            .apply_namespaced::<Secret>(
-                NAMESPACE,
-                json!({
-                "apiVersion": "v1", "kind": "Secret",
-                "metadata": { "name": secret_name, "namespace": NAMESPACE },
-                "stringData": { "apiKey": self.api_key() },
-                }),
-            )
-            .await?;
-        self.apply(json!({
-            "apiVersion": "fakecloud.m.crossplane.io/v1alpha1", "kind": "ClusterProviderConfig",
-            "metadata": { "name": name },
-            "spec": {
-                "endpoint": self.cloud_url(),
-                "credentials": { "source": "Secret",
-                    "secretRef": { "namespace": NAMESPACE, "name": secret_name, "key": "apiKey" } },
-            },
-        }))
-        .await
-        .map(|_: apis::kinds::provider_config::m::ClusterProviderConfig| ())
+        self.create_config::<apis::kinds::provider_config::m::ClusterProviderConfig>(name)
+            .await
     }
 
     /// Starts the provider in-process (again, after [`World::stop_provider`]).

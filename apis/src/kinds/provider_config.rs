@@ -8,7 +8,6 @@
 //! for one team; a `ClusterProviderConfig`, which the platform team
 //! provides to every namespace; and their usages.
 
-use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -52,189 +51,177 @@ pub struct ProviderConfigStatus {
     pub conditions: Vec<Condition>,
 }
 
-/// `spec` of a ProviderConfig.
-#[derive(CustomResource, JsonSchema, Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[kube(
-    group = "fakecloud.crossplane.io",
-    version = "v1alpha1",
-    kind = "ProviderConfig",
-    singular = "providerconfig",
-    plural = "providerconfigs",
-    status = "ProviderConfigStatus",
-    derive = "PartialEq",
-    doc = "How the provider reaches fakecloud: its endpoint and the API key to use.",
-    category = "crossplane",
-    category = "provider",
-    category = "fakecloud",
-    printcolumn = r#"{"name":"ENDPOINT","type":"string","jsonPath":".spec.endpoint"}"#,
-    printcolumn = r#"{"name":"SECRET-NAME","type":"string","jsonPath":".spec.credentials.secretRef.name","priority":1}"#,
-    printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
-)]
-#[serde(rename_all = "camelCase")]
-pub struct ProviderConfigSpec {
-    /// Base URL of the fakecloud API, e.g. `http://fakecloud:8080`.
-    #[schemars(regex(pattern = r"^https?://"))]
-    pub endpoint: String,
-    /// The API key to use.
-    pub credentials: ProviderCredentials<ClusterScoped>,
+/// Emits one ProviderConfig kind: its group, name, scope (`[namespaced]`
+/// or `[]`), description and the scope of its credentials Secret reference.
+/// The three kinds share everything else.
+macro_rules! provider_config_kind {
+    ($spec:ident, $group:tt, $kind:tt, $singular:tt, $plural:tt, [$($scope:tt)*], $doc:tt,
+     $credentials_doc:tt, $credentials_scope:ty) => {
+        #[doc = concat!("`spec` of a ", $kind, ".")]
+        #[derive(
+            kube::CustomResource,
+            schemars::JsonSchema,
+            Clone,
+            Debug,
+            PartialEq,
+            serde::Serialize,
+            serde::Deserialize
+        )]
+        #[kube(
+            group = $group,
+            version = "v1alpha1",
+            kind = $kind,
+            singular = $singular,
+            plural = $plural,
+            status = "ProviderConfigStatus",
+            derive = "PartialEq",
+            doc = $doc,
+            category = "crossplane",
+            category = "provider",
+            category = "fakecloud",
+            printcolumn = r#"{"name":"ENDPOINT","type":"string","jsonPath":".spec.endpoint"}"#,
+            printcolumn = r#"{"name":"SECRET-NAME","type":"string","jsonPath":".spec.credentials.secretRef.name","priority":1}"#,
+            printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+        )]
+        $(#[kube($scope)])*
+        #[serde(rename_all = "camelCase")]
+        pub struct $spec {
+            /// Base URL of the fakecloud API, e.g. `http://fakecloud:8080`.
+            #[schemars(regex(pattern = r"^https?://"))]
+            pub endpoint: String,
+            #[doc = $credentials_doc]
+            pub credentials: ProviderCredentials<$credentials_scope>,
+        }
+    };
 }
 
-/// Records that a managed resource uses a ProviderConfig, so that the
-/// ProviderConfig is not deleted from under it.
-#[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[kube(
-    group = "fakecloud.crossplane.io",
-    version = "v1alpha1",
-    kind = "ProviderConfigUsage",
-    singular = "providerconfigusage",
-    plural = "providerconfigusages",
-    no_spec,
-    derive = "PartialEq",
-    doc = "Records that a managed resource uses a ProviderConfig.",
-    category = "crossplane",
-    category = "provider",
-    category = "fakecloud",
-    printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
-    printcolumn = r#"{"name":"CONFIG-NAME","type":"string","jsonPath":".providerConfigRef.name"}"#,
-    printcolumn = r#"{"name":"RESOURCE-KIND","type":"string","jsonPath":".resourceRef.kind"}"#,
-    printcolumn = r#"{"name":"RESOURCE-NAME","type":"string","jsonPath":".resourceRef.name"}"#
-)]
-#[serde(rename_all = "camelCase")]
-pub struct ProviderConfigUsageFields {
-    /// The ProviderConfig in use.
-    pub provider_config_ref: ProviderConfigReference,
-    /// The managed resource using it.
-    pub resource_ref: TypedReference,
+/// Emits one usage kind: its group, name, scope, description, the type of
+/// its `providerConfigRef`, and printer columns before the common ones.
+macro_rules! usage_kind {
+    ($fields:ident, $group:tt, $kind:tt, $singular:tt, $plural:tt, [$($scope:tt)*], $doc:tt,
+     $type_doc:tt, $config_ref:ty, $config_doc:tt, [$($column:tt),*]) => {
+        #[doc = $type_doc]
+        #[derive(
+            kube::CustomResource,
+            Clone,
+            Debug,
+            PartialEq,
+            serde::Serialize,
+            serde::Deserialize,
+            schemars::JsonSchema
+        )]
+        #[kube(
+            group = $group,
+            version = "v1alpha1",
+            kind = $kind,
+            singular = $singular,
+            plural = $plural,
+            no_spec,
+            derive = "PartialEq",
+            doc = $doc,
+            category = "crossplane",
+            category = "provider",
+            category = "fakecloud",
+            printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
+            $(printcolumn = $column,)*
+            printcolumn = r#"{"name":"CONFIG-NAME","type":"string","jsonPath":".providerConfigRef.name"}"#,
+            printcolumn = r#"{"name":"RESOURCE-KIND","type":"string","jsonPath":".resourceRef.kind"}"#,
+            printcolumn = r#"{"name":"RESOURCE-NAME","type":"string","jsonPath":".resourceRef.name"}"#
+        )]
+        $(#[kube($scope)])*
+        #[serde(rename_all = "camelCase")]
+        pub struct $fields {
+            #[doc = $config_doc]
+            pub provider_config_ref: $config_ref,
+            /// The managed resource using it.
+            pub resource_ref: TypedReference,
+        }
+    };
 }
+
+provider_config_kind!(
+    ProviderConfigSpec,
+    "fakecloud.crossplane.io",
+    "ProviderConfig",
+    "providerconfig",
+    "providerconfigs",
+    [],
+    "How the provider reaches fakecloud: its endpoint and the API key to use.",
+    "The API key to use.",
+    ClusterScoped
+);
+
+usage_kind!(
+    ProviderConfigUsageFields,
+    "fakecloud.crossplane.io",
+    "ProviderConfigUsage",
+    "providerconfigusage",
+    "providerconfigusages",
+    [],
+    "Records that a managed resource uses a ProviderConfig.",
+    "Records that a managed resource uses a ProviderConfig, so that the\nProviderConfig is not deleted from under it.",
+    ProviderConfigReference,
+    "The ProviderConfig in use.",
+    []
+);
 
 /// The ProviderConfig kinds of the namespaced managed resources, in
 /// `fakecloud.m.crossplane.io`.
 pub mod m {
-    use kube::CustomResource;
-    use schemars::JsonSchema;
-    use serde::{Deserialize, Serialize};
-
     use super::{ProviderConfigStatus, ProviderCredentials};
     use crate::common::{
         ClusterScoped, Namespaced, NamespacedProviderConfigReference, TypedReference,
     };
 
-    /// `spec` of a namespaced ProviderConfig.
-    #[derive(CustomResource, JsonSchema, Clone, Debug, PartialEq, Serialize, Deserialize)]
-    #[kube(
-        group = "fakecloud.m.crossplane.io",
-        version = "v1alpha1",
-        kind = "ProviderConfig",
-        namespaced,
-        singular = "providerconfig",
-        plural = "providerconfigs",
-        status = "ProviderConfigStatus",
-        derive = "PartialEq",
-        doc = "How the managed resources of one namespace reach fakecloud: its endpoint and the API key, from a Secret in the same namespace.",
-        category = "crossplane",
-        category = "provider",
-        category = "fakecloud",
-        printcolumn = r#"{"name":"ENDPOINT","type":"string","jsonPath":".spec.endpoint"}"#,
-        printcolumn = r#"{"name":"SECRET-NAME","type":"string","jsonPath":".spec.credentials.secretRef.name","priority":1}"#,
-        printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
-    )]
-    #[serde(rename_all = "camelCase")]
-    pub struct ProviderConfigSpec {
-        /// Base URL of the fakecloud API, e.g. `http://fakecloud:8080`.
-        #[schemars(regex(pattern = r"^https?://"))]
-        pub endpoint: String,
-        /// The API key to use, from a Secret in this namespace.
-        pub credentials: ProviderCredentials<Namespaced>,
-    }
+    provider_config_kind!(
+        ProviderConfigSpec,
+        "fakecloud.m.crossplane.io",
+        "ProviderConfig",
+        "providerconfig",
+        "providerconfigs",
+        [namespaced],
+        "How the managed resources of one namespace reach fakecloud: its endpoint and the API key, from a Secret in the same namespace.",
+        "The API key to use, from a Secret in this namespace.",
+        Namespaced
+    );
 
-    /// `spec` of a ClusterProviderConfig.
-    #[derive(CustomResource, JsonSchema, Clone, Debug, PartialEq, Serialize, Deserialize)]
-    #[kube(
-        group = "fakecloud.m.crossplane.io",
-        version = "v1alpha1",
-        kind = "ClusterProviderConfig",
-        singular = "clusterproviderconfig",
-        plural = "clusterproviderconfigs",
-        status = "ProviderConfigStatus",
-        derive = "PartialEq",
-        doc = "How namespaced managed resources in any namespace reach fakecloud: its endpoint and the API key to use.",
-        category = "crossplane",
-        category = "provider",
-        category = "fakecloud",
-        printcolumn = r#"{"name":"ENDPOINT","type":"string","jsonPath":".spec.endpoint"}"#,
-        printcolumn = r#"{"name":"SECRET-NAME","type":"string","jsonPath":".spec.credentials.secretRef.name","priority":1}"#,
-        printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
-    )]
-    #[serde(rename_all = "camelCase")]
-    pub struct ClusterProviderConfigSpec {
-        /// Base URL of the fakecloud API, e.g. `http://fakecloud:8080`.
-        #[schemars(regex(pattern = r"^https?://"))]
-        pub endpoint: String,
-        /// The API key to use.
-        pub credentials: ProviderCredentials<ClusterScoped>,
-    }
+    provider_config_kind!(
+        ClusterProviderConfigSpec,
+        "fakecloud.m.crossplane.io",
+        "ClusterProviderConfig",
+        "clusterproviderconfig",
+        "clusterproviderconfigs",
+        [],
+        "How namespaced managed resources in any namespace reach fakecloud: its endpoint and the API key to use.",
+        "The API key to use.",
+        ClusterScoped
+    );
 
-    /// Records, in a namespaced managed resource's own namespace, that it
-    /// uses a ProviderConfig or ClusterProviderConfig, so that neither is
-    /// deleted from under it. Labelled `crossplane.io/provider-config` and
-    /// `crossplane.io/provider-config-kind`.
-    #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-    #[kube(
-        group = "fakecloud.m.crossplane.io",
-        version = "v1alpha1",
-        kind = "ProviderConfigUsage",
-        namespaced,
-        singular = "providerconfigusage",
-        plural = "providerconfigusages",
-        no_spec,
-        derive = "PartialEq",
-        doc = "Records that a namespaced managed resource uses a ProviderConfig or ClusterProviderConfig.",
-        category = "crossplane",
-        category = "provider",
-        category = "fakecloud",
-        printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
-        printcolumn = r#"{"name":"CONFIG-KIND","type":"string","jsonPath":".providerConfigRef.kind"}"#,
-        printcolumn = r#"{"name":"CONFIG-NAME","type":"string","jsonPath":".providerConfigRef.name"}"#,
-        printcolumn = r#"{"name":"RESOURCE-KIND","type":"string","jsonPath":".resourceRef.kind"}"#,
-        printcolumn = r#"{"name":"RESOURCE-NAME","type":"string","jsonPath":".resourceRef.name"}"#
-    )]
-    #[serde(rename_all = "camelCase")]
-    pub struct ProviderConfigUsageFields {
-        /// The ProviderConfig or ClusterProviderConfig in use.
-        pub provider_config_ref: NamespacedProviderConfigReference,
-        /// The managed resource using it, in the usage's namespace.
-        pub resource_ref: TypedReference,
-    }
+    usage_kind!(
+        ProviderConfigUsageFields,
+        "fakecloud.m.crossplane.io",
+        "ProviderConfigUsage",
+        "providerconfigusage",
+        "providerconfigusages",
+        [namespaced],
+        "Records that a namespaced managed resource uses a ProviderConfig or ClusterProviderConfig.",
+        "Records, in a namespaced managed resource's own namespace, that it uses a\nProviderConfig or ClusterProviderConfig, so that neither is deleted from\nunder it. Labelled `crossplane.io/provider-config` and\n`crossplane.io/provider-config-kind`.",
+        NamespacedProviderConfigReference,
+        "The ProviderConfig or ClusterProviderConfig in use.",
+        [r#"{"name":"CONFIG-KIND","type":"string","jsonPath":".providerConfigRef.kind"}"#]
+    );
 
-    /// The cluster-scoped usage kind of Crossplane v2's provider API,
-    /// installed so that tools that list it find it. This provider records
-    /// every use, of a ProviderConfig or a ClusterProviderConfig, as a
-    /// [`ProviderConfigUsage`] in the managed resource's own namespace
-    /// (where the resource's owner can see it, and from where Kubernetes
-    /// collects it with the resource), so it never writes this kind.
-    #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-    #[kube(
-        group = "fakecloud.m.crossplane.io",
-        version = "v1alpha1",
-        kind = "ClusterProviderConfigUsage",
-        singular = "clusterproviderconfigusage",
-        plural = "clusterproviderconfigusages",
-        no_spec,
-        derive = "PartialEq",
-        doc = "Records that a managed resource uses a ClusterProviderConfig.",
-        category = "crossplane",
-        category = "provider",
-        category = "fakecloud",
-        printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
-        printcolumn = r#"{"name":"CONFIG-NAME","type":"string","jsonPath":".providerConfigRef.name"}"#,
-        printcolumn = r#"{"name":"RESOURCE-KIND","type":"string","jsonPath":".resourceRef.kind"}"#,
-        printcolumn = r#"{"name":"RESOURCE-NAME","type":"string","jsonPath":".resourceRef.name"}"#
-    )]
-    #[serde(rename_all = "camelCase")]
-    pub struct ClusterProviderConfigUsageFields {
-        /// The ClusterProviderConfig in use.
-        pub provider_config_ref: NamespacedProviderConfigReference,
-        /// The managed resource using it.
-        pub resource_ref: TypedReference,
-    }
+    usage_kind!(
+        ClusterProviderConfigUsageFields,
+        "fakecloud.m.crossplane.io",
+        "ClusterProviderConfigUsage",
+        "clusterproviderconfigusage",
+        "clusterproviderconfigusages",
+        [],
+        "Records that a managed resource uses a ClusterProviderConfig.",
+        "The cluster-scoped usage kind of Crossplane v2's provider API, installed\nso that tools that list it find it. This provider records every use, of a\nProviderConfig or a ClusterProviderConfig, as a [`ProviderConfigUsage`]\nin the managed resource's own namespace (where the resource's owner can\nsee it, and from where Kubernetes collects it with the resource), so it\nnever writes this kind.",
+        NamespacedProviderConfigReference,
+        "The ClusterProviderConfig in use.",
+        []
+    );
 }

@@ -219,26 +219,37 @@ pub fn usage_resource(kind: ProviderConfigKind) -> ApiResource {
     }
 }
 
+/// The labels of a usage of the ProviderConfig `key`: its name, and for
+/// the `fakecloud.m.crossplane.io` kinds its kind too.
+fn usage_labels(key: &ProviderConfigKey) -> Vec<(&'static str, String)> {
+    match key.kind {
+        ProviderConfigKind::Legacy => vec![(PROVIDER_CONFIG_LABEL, key.name.clone())],
+        kind => vec![
+            (PROVIDER_CONFIG_NAME_LABEL, key.name.clone()),
+            (
+                PROVIDER_CONFIG_KIND_LABEL,
+                provider_config_resource(kind).kind,
+            ),
+        ],
+    }
+}
+
 /// The label selector of the usages of the ProviderConfig `key`.
 pub fn usage_selector(key: &ProviderConfigKey) -> String {
-    match key.kind {
-        ProviderConfigKind::Legacy => format!("{PROVIDER_CONFIG_LABEL}={}", key.name),
-        kind => format!(
-            "{PROVIDER_CONFIG_NAME_LABEL}={},{PROVIDER_CONFIG_KIND_LABEL}={}",
-            key.name,
-            provider_config_resource(kind).kind
-        ),
-    }
+    usage_labels(key)
+        .into_iter()
+        .map(|(label, value)| format!("{label}={value}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The usage object recording that `mr` uses `config`.
 fn usage_of<K: ManagedKind>(mr: &K, config: &ProviderConfigKey) -> Value {
     let resource = usage_resource(config.kind);
     let uid = mr.uid().unwrap_or_default();
-    let labels: serde_json::Map<String, Value> = usage_selector(config)
-        .split(',')
-        .filter_map(|pair| pair.split_once('='))
-        .map(|(k, v)| (k.to_owned(), Value::String(v.to_owned())))
+    let labels: serde_json::Map<String, Value> = usage_labels(config)
+        .into_iter()
+        .map(|(label, value)| (label.to_owned(), Value::String(value)))
         .collect();
     let config_ref = match config.kind {
         ProviderConfigKind::Legacy => json!({ "name": config.name }),
