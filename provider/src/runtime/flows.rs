@@ -815,3 +815,82 @@ async fn a_namespaced_resource_cannot_reach_another_namespaces_config_or_secrets
     assert_eq!(f.cloud_count(Kind::DatabaseInstance).await, 0);
     f.cloud.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_namespaced_selector_looks_in_its_namespace_unless_it_names_another() {
+    use apis::kinds::subnet::m::Subnet;
+    use apis::kinds::vpc::m::Vpc;
+    let f = Fixture::new().await;
+    f.cluster.insert(
+        &ObjectKey::of::<apis::kinds::provider_config::m::ClusterProviderConfig>(None, "default"),
+        f.cluster
+            .object(&ObjectKey::of::<ProviderConfig>(None, "default"))
+            .unwrap(),
+    );
+    // Two VPCs carry the selected label: one in net, one in app.
+    let mut ids = Vec::new();
+    for (namespace, cidr) in [("net", "10.1.0.0/16"), ("app", "10.2.0.0/16")] {
+        let id = f
+            .client
+            .create_vpc(
+                REGION,
+                &serde_json::from_value(json!({ "cidrBlock": cidr })).unwrap(),
+                None,
+            )
+            .await
+            .unwrap()
+            .resource
+            .id;
+        f.cluster.insert(
+            &ObjectKey::of::<Vpc>(Some(namespace), "shared"),
+            json!({
+                "metadata": { "labels": { "network": "shared" } },
+                "spec": { "forProvider": { "region": REGION } },
+                "status": { "atProvider": { "id": id } },
+            }),
+        );
+        ids.push(id);
+    }
+    let subnet = |name: &str, cidr: &str, selector: Value| {
+        let at = ObjectKey::of::<Subnet>(Some("app"), name);
+        f.cluster.insert(
+            &at,
+            json!({ "spec": { "forProvider": {
+                "region": REGION, "vpcIdSelector": selector,
+                "cidrBlock": cidr, "availabilityZone": "us-east-1a",
+            } } }),
+        );
+        at
+    };
+    let across = subnet(
+        "across",
+        "10.1.1.0/24",
+        json!({ "matchLabels": { "network": "shared" }, "namespace": "net" }),
+    );
+    let local = subnet(
+        "local",
+        "10.2.1.0/24",
+        json!({ "matchLabels": { "network": "shared" } }),
+    );
+    let vpc_id = |at: &ObjectKey| {
+        f.cluster.object(at).unwrap()["spec"]["forProvider"]["vpcId"]
+            .as_str()
+            .map(str::to_owned)
+    };
+
+    f.reconcile_at::<Subnet>(&across).await;
+    assert_eq!(vpc_id(&across).as_ref(), Some(&ids[0]), "selected in net");
+    // The same selector without a namespace selects in the Subnet's own.
+    f.reconcile_at::<Subnet>(&local).await;
+    assert_eq!(vpc_id(&local).as_ref(), Some(&ids[1]), "selected in app");
+    let subnets = f.admin.resources(Some(Kind::Subnet), None).await.unwrap();
+    let mut in_vpcs: Vec<&str> = subnets
+        .iter()
+        .filter_map(|s| s.resource["vpcId"].as_str())
+        .collect();
+    in_vpcs.sort_unstable();
+    let mut expected: Vec<&str> = ids.iter().map(String::as_str).collect();
+    expected.sort_unstable();
+    assert_eq!(in_vpcs, expected, "one Subnet in each VPC");
+    f.cloud.shutdown().await.unwrap();
+}
