@@ -217,3 +217,65 @@ async fn a_namespace_cannot_use_another_namespaces_config_or_secrets() -> anyhow
     world.shutdown().await;
     Ok(())
 }
+
+/// Names are unique per namespace, the cloud's are not: the same
+/// `metadata.name` in two namespaces is two VPCs (the cloud assigns their
+/// ids), while a second DatabaseInstance named like the first (its cloud
+/// name is its `metadata.name`) is refused instead of taking the first one
+/// over, and its deletion leaves the first one's database alone.
+#[tokio::test]
+async fn one_name_in_two_namespaces_never_shares_a_cloud_resource() -> anyhow::Result<()> {
+    e2e::init_tracing();
+    let world = World::start().await?;
+    let other = "team-other";
+    create_namespace(&world, other).await?;
+    let first = world.objects.in_namespace(APP);
+    let second = world.objects.in_namespace(other);
+    let database = json!({
+        "apiVersion": "database.fakecloud.m.crossplane.io/v1alpha1", "kind": "DatabaseInstance",
+        "metadata": { "name": "orders" },
+        "spec": { "forProvider": {
+            "region": "us-east-1", "engine": "postgres", "instanceClass": "db.t3.micro",
+            "allocatedStorage": 20, "masterUsername": "app", "deletionProtection": false,
+        }, "writeConnectionSecretToRef": { "name": "orders-conn" } },
+    });
+    for objects in [&first, &second] {
+        objects.apply::<Vpc>(vpc("net", "10.50.0.0/16")).await?;
+    }
+    first.apply::<DatabaseInstance>(database.clone()).await?;
+    first
+        .wait_for::<DatabaseInstance>("orders", "Ready", WAIT, ready)
+        .await?;
+    second.apply::<DatabaseInstance>(database).await?;
+    let refused = second
+        .wait_for::<DatabaseInstance>("orders", "Synced=False", WAIT, |d| {
+            condition(d, "Synced").is_some_and(|c| c.0 == "False")
+        })
+        .await?;
+    let message = condition(&refused, "Synced").unwrap().2;
+    assert!(
+        message.contains(r#"already has a DatabaseInstance named "orders""#),
+        "{message}"
+    );
+    for objects in [&first, &second] {
+        objects.wait_for::<Vpc>("net", "Ready", WAIT, ready).await?;
+    }
+    assert_eq!(in_cloud(&world, Kind::Vpc).await?, 2);
+    assert_eq!(in_cloud(&world, Kind::DatabaseInstance).await?, 1);
+    // No connection Secret for the refused one; the first one's stays.
+    let secrets = |namespace| Api::<Secret>::namespaced(world.kube(), namespace);
+    assert!(secrets(other).get_opt("orders-conn").await?.is_none());
+    assert!(secrets(APP).get_opt("orders-conn").await?.is_some());
+
+    second.delete::<DatabaseInstance>("orders").await?;
+    second.wait_gone::<DatabaseInstance>("orders", WAIT).await?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(in_cloud(&world, Kind::DatabaseInstance).await?, 1);
+    let kept = first
+        .get::<DatabaseInstance>("orders")
+        .await?
+        .expect("the first stays");
+    assert!(ready(&kept));
+    world.shutdown().await;
+    Ok(())
+}

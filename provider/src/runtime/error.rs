@@ -37,6 +37,14 @@ impl ExternalError {
             _ => None,
         }
     }
+
+    /// The HTTP status of the cloud's answer, when it answered.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ExternalError::Cloud(error) => error.status(),
+            _ => None,
+        }
+    }
 }
 
 /// Resolving a `*Ref` or `*Selector` failed.
@@ -140,6 +148,12 @@ pub enum ReconcileError {
         "external resource does not exist, and managementPolicies do not allow Create: check the crossplane.io/external-name annotation"
     )]
     ExternalMissing,
+    /// A namespaced resource's default cloud name (its `metadata.name`) is
+    /// taken by a resource it did not create.
+    #[error(
+        "fakecloud already has a {kind} named {name:?} that this managed resource did not create (another namespace's {kind} of the same name, or one made outside Crossplane): choose another metadata.name, or set the crossplane.io/external-name annotation to {name:?} to manage that one deliberately"
+    )]
+    ExternalNameTaken { kind: String, name: String },
     /// The one case the idempotency key cannot settle: the cloud holds a
     /// create under this key made from another request body.
     #[error(

@@ -894,3 +894,133 @@ async fn a_namespaced_selector_looks_in_its_namespace_unless_it_names_another() 
     assert_eq!(in_vpcs, expected, "one Subnet in each VPC");
     f.cloud.shutdown().await.unwrap();
 }
+
+/// A namespaced DatabaseInstance `name` in `namespace`, on the default
+/// ClusterProviderConfig (the legacy default's copy), with `annotations`.
+fn namespaced_database(f: &Fixture, namespace: &str, name: &str, annotations: Value) -> ObjectKey {
+    use apis::kinds::database_instance::m::DatabaseInstance;
+    let config =
+        ObjectKey::of::<apis::kinds::provider_config::m::ClusterProviderConfig>(None, "default");
+    if f.cluster.object(&config).is_none() {
+        let legacy = f
+            .cluster
+            .object(&ObjectKey::of::<ProviderConfig>(None, "default"));
+        f.cluster.insert(&config, legacy.unwrap());
+    }
+    let at = ObjectKey::of::<DatabaseInstance>(Some(namespace), name);
+    f.cluster.insert(
+        &at,
+        json!({
+            "metadata": { "annotations": annotations },
+            "spec": {
+                "writeConnectionSecretToRef": { "name": format!("{name}-conn") },
+                "forProvider": {
+                    "region": REGION, "engine": "postgres", "instanceClass": "db.t3.micro",
+                    "allocatedStorage": 20, "masterUsername": "admin",
+                },
+            },
+        }),
+    );
+    at
+}
+
+#[tokio::test]
+async fn a_namespaced_resource_never_takes_over_another_namespaces_cloud_name() {
+    use apis::kinds::database_instance::m::DatabaseInstance;
+    let f = Fixture::new().await;
+    let theirs = namespaced_database(&f, "team-a", "orders", json!({}));
+    assert_eq!(
+        f.reconcile_at::<DatabaseInstance>(&theirs).await.result,
+        "success"
+    );
+    assert_eq!(f.cloud_count(Kind::DatabaseInstance).await, 1);
+
+    // The same metadata.name in another namespace: the cloud name is taken,
+    // so it is reported and nothing of the other one is touched.
+    let mine = namespaced_database(&f, "team-b", "orders", json!({}));
+    let mark = f.admin.audit(&Default::default()).await.unwrap().len();
+    assert_eq!(
+        f.reconcile_at::<DatabaseInstance>(&mine).await.result,
+        "error"
+    );
+    let (status, message) = f.condition_at(&mine, TYPE_SYNCED).unwrap();
+    assert_eq!(status, "False");
+    assert!(
+        message.contains(r#"already has a DatabaseInstance named "orders""#),
+        "{message}"
+    );
+    let annotations = f.cluster.object(&mine).unwrap()["metadata"]["annotations"].clone();
+    assert!(
+        annotations.get(EXTERNAL_NAME_ANNOTATION).is_none(),
+        "{annotations}"
+    );
+    let calls = f.admin.audit(&Default::default()).await.unwrap();
+    assert!(
+        calls[mark..].iter().all(|c| c.method == "GET"),
+        "only a read: {:?}",
+        &calls[mark..]
+    );
+    // Its deletion deletes nothing in the cloud.
+    f.cluster.delete(&mine);
+    assert!(f.cluster.object(&mine).is_none(), "no finalizer was added");
+    assert_eq!(f.cloud_count(Kind::DatabaseInstance).await, 1);
+
+    // Named deliberately by the annotation, it manages that one.
+    let adopting = namespaced_database(
+        &f,
+        "team-c",
+        "orders",
+        json!({ EXTERNAL_NAME_ANNOTATION: "orders" }),
+    );
+    assert_eq!(
+        f.reconcile_at::<DatabaseInstance>(&adopting).await.result,
+        "success"
+    );
+    assert_eq!(f.cloud_count(Kind::DatabaseInstance).await, 1);
+    f.cloud.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_create_refused_for_a_taken_name_gives_up_the_claim() {
+    use apis::kinds::database_instance::m::DatabaseInstance;
+    let f = Fixture::new().await;
+    let at = namespaced_database(&f, "team-b", "orders", json!({}));
+    // Someone takes the name between the observation and the create.
+    f.admin
+        .add_fault(&FaultRuleSpec {
+            method: Some("POST".into()),
+            path_prefix: format!("/v1/regions/{REGION}/databaseInstances"),
+            status: Some(409),
+            times: Some(1),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        f.reconcile_at::<DatabaseInstance>(&at).await.result,
+        "error"
+    );
+    let (_, message) = f.condition_at(&at, TYPE_SYNCED).unwrap();
+    assert!(message.contains("did not create"), "{message}");
+    let annotations = f.cluster.object(&at).unwrap()["metadata"]["annotations"].clone();
+    assert!(
+        annotations.get(EXTERNAL_NAME_ANNOTATION).is_none(),
+        "{annotations}"
+    );
+    assert!(
+        annotations.get(EXTERNAL_CREATE_FAILED_ANNOTATION).is_some(),
+        "{annotations}"
+    );
+    assert_eq!(f.cloud_count(Kind::DatabaseInstance).await, 0);
+
+    // Once the name is free again, the next attempt creates it, claimed.
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    assert_eq!(
+        f.reconcile_at::<DatabaseInstance>(&at).await.result,
+        "success"
+    );
+    let annotations = f.cluster.object(&at).unwrap()["metadata"]["annotations"].clone();
+    assert_eq!(annotations[EXTERNAL_NAME_ANNOTATION], "orders");
+    assert_eq!(f.cloud_count(Kind::DatabaseInstance).await, 1);
+    f.cloud.shutdown().await.unwrap();
+}

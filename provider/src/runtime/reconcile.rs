@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use apis::ExternalNameOrigin;
 use apis::common::condition::{ConditionStatus, TYPE_READY, TYPE_SYNCED};
-use apis::common::{CommonSpec, Condition, ManagedStatus};
+use apis::common::{CommonSpec, Condition, ManagedStatus, Scope};
 use apis::well_known::{
     EXTERNAL_CREATE_FAILED_ANNOTATION, EXTERNAL_CREATE_PENDING_ANNOTATION,
     EXTERNAL_CREATE_SUCCEEDED_ANNOTATION, EXTERNAL_NAME_ANNOTATION, MANAGED_RESOURCE_FINALIZER,
@@ -299,11 +299,22 @@ impl<'a, K: ManagedKind> Run<'a, K> {
                 .await;
         }
 
+        // Whether the external name is this resource's own: named by its
+        // annotation (set by the user, or recorded by a create of its own).
+        // A legacy resource named by `metadata.name` records that name
+        // first, as crossplane-runtime does. A namespaced one only claims
+        // it by creating it (see `create`): names are unique per namespace
+        // but the cloud has one namespace of names, and another
+        // namespace's resource of the same name must not be taken over.
         let mut external_name = self.annotation(EXTERNAL_NAME_ANNOTATION);
+        let mut claimed = external_name.is_some();
         if external_name.is_none() && K::EXTERNAL_NAME_ORIGIN == ExternalNameOrigin::MetadataName {
             let name = self.mr.name_any();
-            self.annotate(&[(EXTERNAL_NAME_ANNOTATION, Some(name.clone()))])
-                .await?;
+            if !<K::Scoped as Scope>::NAMESPACED {
+                self.annotate(&[(EXTERNAL_NAME_ANNOTATION, Some(name.clone()))])
+                    .await?;
+                claimed = true;
+            }
             external_name = Some(name);
         }
 
@@ -326,6 +337,12 @@ impl<'a, K: ManagedKind> Run<'a, K> {
 
         let mut session = self.connect().await?;
         let seen = self.observe(&session, external_name.as_deref()).await?;
+        if !claimed && seen.is_some() {
+            return Err(ReconcileError::ExternalNameTaken {
+                kind: K::kind(&()).into_owned(),
+                name: external_name.unwrap_or_default(),
+            });
+        }
         let observed = observed_of::<K>(seen.as_ref());
         if self.create_marks().settled_by(&observed) {
             // The interrupted create made the resource we just saw.
@@ -476,8 +493,17 @@ impl<'a, K: ManagedKind> Run<'a, K> {
         // replica, or our own earlier reconcile, wrote since, our copy may
         // lack an external name that already exists, so we create nothing
         // and look again (a 409, handled quietly by `reconcile`).
-        self.annotate_guarded(&[(EXTERNAL_CREATE_PENDING_ANNOTATION, Some(now()))])
-            .await?;
+        // A name not yet recorded (a namespaced resource's default) is
+        // claimed with the create, so that a restart after the cloud
+        // accepted the call still knows which resource is its own.
+        let claiming = external_name
+            .filter(|_| self.annotation(EXTERNAL_NAME_ANNOTATION).is_none())
+            .map(str::to_owned);
+        let mut pending = vec![(EXTERNAL_CREATE_PENDING_ANNOTATION, Some(now()))];
+        if let Some(name) = &claiming {
+            pending.push((EXTERNAL_NAME_ANNOTATION, Some(name.clone())));
+        }
+        self.annotate_guarded(&pending).await?;
         info!("creating external resource");
         match self
             .ctx
@@ -508,10 +534,25 @@ impl<'a, K: ManagedKind> Run<'a, K> {
                 Ok(Next::After(self.ctx.settings.pending_poll_interval))
             }
             Err(error) => {
-                self.annotate(&[(EXTERNAL_CREATE_FAILED_ANNOTATION, Some(now()))])
-                    .await?;
+                // The cloud refused the create outright (4xx): the claimed
+                // name was not made by this resource, so the claim goes.
+                // Without an answer the create may have happened: the claim
+                // stays, and the next attempt's idempotency key settles it.
+                let refused = error.status().is_some_and(|s| (400..500).contains(&s))
+                    && error.code() != Some(IDEMPOTENT_PARAMETER_MISMATCH);
+                let mut failed = vec![(EXTERNAL_CREATE_FAILED_ANNOTATION, Some(now()))];
+                if claiming.is_some() && refused {
+                    failed.push((EXTERNAL_NAME_ANNOTATION, None));
+                }
+                self.annotate(&failed).await?;
                 if error.code() == Some(IDEMPOTENT_PARAMETER_MISMATCH) {
                     return Err(ReconcileError::CreateIncomplete { key });
+                }
+                if let (Some(name), Some(409)) = (claiming, error.status()) {
+                    return Err(ReconcileError::ExternalNameTaken {
+                        kind: K::kind(&()).into_owned(),
+                        name,
+                    });
                 }
                 Err(ReconcileError::Create(error))
             }
