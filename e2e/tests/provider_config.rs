@@ -76,6 +76,110 @@ async fn a_provider_config_in_use_is_kept_until_its_last_user_is_gone() -> anyho
     Ok(())
 }
 
+/// The namespaced form: a ClusterProviderConfig used from two namespaces and
+/// a namespace's own ProviderConfig each count their users from the
+/// namespaced usages beside the resources, and neither goes while in use.
+#[tokio::test]
+async fn namespaced_configs_in_use_are_kept_until_their_last_user_is_gone() -> anyhow::Result<()> {
+    use apis::kinds::provider_config::m;
+    use apis::kinds::vpc::m::Vpc as NsVpc;
+    use apis::well_known::{PROVIDER_CONFIG_KIND_LABEL, PROVIDER_CONFIG_NAME_LABEL};
+    use e2e::scope::{APP, NET};
+    e2e::init_tracing();
+    let world = World::start().await?;
+    let app = world.objects.in_namespace(APP);
+    let net = world.objects.in_namespace(NET);
+    app.apply_namespaced::<Secret>(
+        APP,
+        json!({ "apiVersion": "v1", "kind": "Secret", "metadata": { "name": "key" },
+                "stringData": { "apiKey": world.api_key() } }),
+    )
+    .await?;
+    app.apply::<m::ProviderConfig>(json!({
+        "apiVersion": "fakecloud.m.crossplane.io/v1alpha1", "kind": "ProviderConfig",
+        "metadata": { "name": "team" },
+        "spec": { "endpoint": world.cloud_url(),
+                  "credentials": { "source": "Secret", "secretRef": { "name": "key", "key": "apiKey" } } },
+    }))
+    .await?;
+    let vpc = |config: serde_json::Value| {
+        json!({
+            "apiVersion": "network.fakecloud.m.crossplane.io/v1alpha1", "kind": "VPC",
+            "metadata": { "name": "net" },
+            "spec": { "providerConfigRef": config,
+                      "forProvider": { "region": "us-east-1", "cidrBlock": "10.0.0.0/16" } },
+        })
+    };
+    let cluster_config = json!({ "kind": "ClusterProviderConfig", "name": "default" });
+    app.apply::<NsVpc>(vpc(cluster_config.clone())).await?;
+    net.apply::<NsVpc>(vpc(cluster_config)).await?;
+    app.apply::<NsVpc>({
+        let mut own = vpc(json!({ "kind": "ProviderConfig", "name": "team" }));
+        own["metadata"]["name"] = json!("own");
+        own
+    })
+    .await?;
+    for (objects, name) in [(&app, "net"), (&net, "net"), (&app, "own")] {
+        objects
+            .wait_for::<NsVpc>(name, "Ready", WAIT, is_ready)
+            .await?;
+    }
+    let users = |s: &Option<apis::kinds::provider_config::ProviderConfigStatus>| {
+        s.as_ref().and_then(|s| s.users)
+    };
+    world
+        .wait_for::<m::ClusterProviderConfig>("default", "users = 2", WAIT, |c| {
+            users(&c.status) == Some(2)
+        })
+        .await?;
+    app.wait_for::<m::ProviderConfig>("team", "users = 1", WAIT, |c| users(&c.status) == Some(1))
+        .await?;
+    let usages = Api::<m::ProviderConfigUsage>::namespaced(world.kube(), APP)
+        .list(&ListParams::default().labels(&format!(
+            "{PROVIDER_CONFIG_NAME_LABEL}=team,{PROVIDER_CONFIG_KIND_LABEL}=ProviderConfig"
+        )))
+        .await?;
+    assert_eq!(usages.items.len(), 1);
+    assert_eq!(usages.items[0].spec.resource_ref.name, "own");
+
+    // Both configs are only marked while in use.
+    world.delete::<m::ClusterProviderConfig>("default").await?;
+    app.delete::<m::ProviderConfig>("team").await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let held = world
+        .get::<m::ClusterProviderConfig>("default")
+        .await?
+        .expect("in use");
+    assert!(held.metadata.deletion_timestamp.is_some());
+    let held = app.get::<m::ProviderConfig>("team").await?.expect("in use");
+    assert!(held.metadata.deletion_timestamp.is_some());
+
+    // The team's config goes with its last user, the cluster's with its
+    // last one in any namespace.
+    app.delete::<NsVpc>("own").await?;
+    app.wait_gone::<m::ProviderConfig>("team", Duration::from_secs(60))
+        .await?;
+    app.delete::<NsVpc>("net").await?;
+    app.wait_gone::<NsVpc>("net", WAIT).await?;
+    assert!(
+        world
+            .get::<m::ClusterProviderConfig>("default")
+            .await?
+            .is_some()
+    );
+    net.delete::<NsVpc>("net").await?;
+    world
+        .wait_gone::<m::ClusterProviderConfig>("default", Duration::from_secs(60))
+        .await?;
+    let vpcs = world
+        .cloud
+        .list_vpcs("us-east-1", &Default::default())
+        .await?;
+    assert!(vpcs.items.is_empty(), "{:?}", vpcs.items);
+    world.shutdown().await;
+    Ok(())
+}
+
 /// ProviderConfigs and their credentials come from watch caches: a rotated
 /// API key, and a ProviderConfig moved to another endpoint, take effect on
 /// the next reconcile all the same.
