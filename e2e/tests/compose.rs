@@ -210,13 +210,15 @@ async fn the_demo_plays_every_story_and_fakecloud_keeps_its_data_across_a_restar
     assert!(demo_log.contains("13 of 13 stories held"), "{demo_log}");
 
     // The provider started before any CRD existed and started each
-    // controller when the demo installed that kind's CRD.
+    // controller when the demo installed that kind's CRD: the four
+    // namespaced kinds, ProviderConfig and ClusterProviderConfig of their
+    // group, then the four legacy kinds and the legacy ProviderConfig.
     let provider_log = project.logs("provider");
     let started: Vec<&str> = provider_log
         .lines()
         .filter(|l| l.contains("CRD established; starting controller"))
         .collect();
-    assert_eq!(started.len(), 5, "{provider_log}");
+    assert_eq!(started.len(), 11, "{provider_log}");
 
     // fakecloud's resources survive a restart of its container.
     let admin = project.admin();
