@@ -49,19 +49,19 @@ fn text(secret: &Secret, key: &str) -> String {
 #[tokio::test]
 async fn connection_secret_has_the_documented_keys_authenticates_and_survives_a_restart()
 -> anyhow::Result<()> {
-    publish_survive_and_collect::<Legacy>(NAMESPACE, "DatabaseInstance").await
+    publish_survive_and_collect::<Legacy>(NAMESPACE).await
 }
 
 /// A namespaced DatabaseInstance's Secret is in its own namespace.
 #[tokio::test]
 async fn a_namespaced_connection_secret_authenticates_and_survives_a_restart() -> anyhow::Result<()>
 {
-    publish_survive_and_collect::<Namespaced>(e2e::scope::APP, "DatabaseInstance.m").await
+    publish_survive_and_collect::<Namespaced>(e2e::scope::APP).await
 }
 
-/// The story in scope `S`, the Secret in `namespace`; `label` is the kind's
-/// label in the provider's metrics.
-async fn publish_survive_and_collect<S: Scope>(namespace: &str, label: &str) -> anyhow::Result<()> {
+/// The story in scope `S`, the Secret in `namespace`.
+async fn publish_survive_and_collect<S: Scope>(namespace: &str) -> anyhow::Result<()> {
+    let label = S::label("DatabaseInstance");
     e2e::init_tracing();
     let mut world = World::start().await?;
     let objects = S::objects(&world.objects);
@@ -94,7 +94,7 @@ async fn publish_survive_and_collect<S: Scope>(namespace: &str, label: &str) -> 
     let counted = |target| {
         world
             .metrics
-            .total_with(writes, &[("kind", label), ("target", target)])
+            .total_with(writes, &[("kind", &label), ("target", target)])
     };
     assert!(
         counted("secret") >= 2.0,

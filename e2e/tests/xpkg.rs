@@ -16,8 +16,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
+use apis::Managed;
 use apis::kinds::{DatabaseInstance, NodeGroup, Subnet, Vpc};
-use apis::{ConnectionDetail, Managed};
 use e2e::ClusterError;
 use e2e::TestCluster;
 use e2e::containers::{PROVIDER_IMAGE, build_images, ensure_images};
@@ -354,24 +354,21 @@ fn crd_of_mrd(mrd: &Value) -> Result<Value> {
 }
 
 /// The connection Secret keys the provider writes, per MRD (= CRD) name.
+/// The connection keys of every managed kind, by CRD name, in both scopes.
 fn connection_keys_by_crd() -> BTreeMap<String, Vec<&'static str>> {
-    fn keys(details: &[ConnectionDetail]) -> Vec<&'static str> {
-        details.iter().map(|d| d.name).collect()
+    fn entry<M: Managed>() -> (String, Vec<&'static str>) {
+        let keys = M::CONNECTION_DETAILS.iter().map(|d| d.name).collect();
+        (M::crd_name().to_owned(), keys)
     }
     BTreeMap::from([
-        (Vpc::crd_name().to_owned(), keys(Vpc::CONNECTION_DETAILS)),
-        (
-            Subnet::crd_name().to_owned(),
-            keys(Subnet::CONNECTION_DETAILS),
-        ),
-        (
-            NodeGroup::crd_name().to_owned(),
-            keys(NodeGroup::CONNECTION_DETAILS),
-        ),
-        (
-            DatabaseInstance::crd_name().to_owned(),
-            keys(DatabaseInstance::CONNECTION_DETAILS),
-        ),
+        entry::<Vpc>(),
+        entry::<Subnet>(),
+        entry::<NodeGroup>(),
+        entry::<DatabaseInstance>(),
+        entry::<apis::kinds::vpc::m::Vpc>(),
+        entry::<apis::kinds::subnet::m::Subnet>(),
+        entry::<apis::kinds::nodegroup::m::NodeGroup>(),
+        entry::<apis::kinds::database_instance::m::DatabaseInstance>(),
     ])
 }
 
@@ -460,10 +457,15 @@ async fn crossplane_reads_the_package_lints_it_and_its_crds_become_established()
         mrd_names,
         expected_keys.keys().cloned().collect::<BTreeSet<_>>()
     );
-    assert_eq!(
-        expected_keys[&DatabaseInstance::crd_name().to_owned()],
-        ["endpoint", "port", "username", "password"]
-    );
+    for database in [
+        DatabaseInstance::crd_name(),
+        apis::kinds::database_instance::m::DatabaseInstance::crd_name(),
+    ] {
+        assert_eq!(
+            expected_keys[database],
+            ["endpoint", "port", "username", "password"]
+        );
+    }
 
     // Installed together on a real API server, every CRD is Established.
     let cluster = TestCluster::options()
@@ -487,6 +489,10 @@ async fn crossplane_reads_the_package_lints_it_and_its_crds_become_established()
     for wanted in [
         "providerconfigs.fakecloud.crossplane.io",
         "providerconfigusages.fakecloud.crossplane.io",
+        "providerconfigs.fakecloud.m.crossplane.io",
+        "clusterproviderconfigs.fakecloud.m.crossplane.io",
+        "providerconfigusages.fakecloud.m.crossplane.io",
+        "clusterproviderconfigusages.fakecloud.m.crossplane.io",
     ] {
         assert!(all.contains(wanted), "{wanted} not installed: {all:?}");
     }
