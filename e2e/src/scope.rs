@@ -44,16 +44,6 @@ pub trait Scope: Send + Sync + 'static {
     /// resource's target is cluster-scoped: no namespace).
     fn reference(name: &str, namespace: &str) -> Value;
 
-    /// The provider's metrics and log label of `kind` in this scope:
-    /// `VPC`, or `VPC.m` for the namespaced one.
-    fn label(kind: &str) -> String {
-        if Self::NAMESPACED {
-            format!("{kind}.m")
-        } else {
-            kind.to_owned()
-        }
-    }
-
     /// `objects` as this scope's stories use them: namespaced kinds in
     /// [`APP`].
     fn objects(objects: &Objects) -> Objects {

@@ -232,7 +232,8 @@ impl World {
             .api_key()
     }
 
-    async fn create_namespace(&self, name: &str) -> Result<(), WorldError> {
+    /// Creates the namespace `name`, if it does not exist yet.
+    pub async fn create_namespace(&self, name: &str) -> Result<(), WorldError> {
         let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.kube());
         let ns = serde_json::from_value(json!({ "metadata": { "name": name } }))
             .expect("valid namespace");

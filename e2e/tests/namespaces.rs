@@ -14,17 +14,14 @@ use e2e::world::{World, condition, external_name, is_ready, is_synced};
 use fakecloud::model::Kind;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::Api;
-use kube::api::{DeleteParams, PostParams};
+use kube::api::DeleteParams;
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(60);
 
-async fn create_namespace(world: &World, name: &str) -> anyhow::Result<()> {
-    let namespace: Namespace = serde_json::from_value(json!({ "metadata": { "name": name } }))?;
-    Api::<Namespace>::all(world.kube())
-        .create(&PostParams::default(), &namespace)
-        .await?;
-    Ok(())
+/// `Synced` is `False`.
+fn synced_false<K: serde::Serialize>(object: &K) -> bool {
+    condition(object, "Synced").is_some_and(|c| c.0 == "False")
 }
 
 /// Ready and Synced.
@@ -50,7 +47,7 @@ async fn deleting_a_namespace_deletes_its_cloud_resources_and_no_others() -> any
     e2e::init_tracing();
     let mut world = World::start().await?;
     let doomed = "team-gone";
-    create_namespace(&world, doomed).await?;
+    world.create_namespace(doomed).await?;
     let gone = world.objects.in_namespace(doomed);
     let stays = world.objects.in_namespace(APP);
 
@@ -128,7 +125,7 @@ async fn a_namespace_cannot_use_another_namespaces_config_or_secrets() -> anyhow
     e2e::init_tracing();
     let world = World::start().await?;
     let other = "team-other";
-    create_namespace(&world, other).await?;
+    world.create_namespace(other).await?;
     let theirs = world.objects.in_namespace(other);
     let mine = world.objects.in_namespace(APP);
     // Another team's ProviderConfig, API key and database password.
@@ -158,9 +155,7 @@ async fn a_namespace_cannot_use_another_namespaces_config_or_secrets() -> anyhow
     borrowed["spec"]["providerConfigRef"] = json!({ "kind": "ProviderConfig", "name": "team" });
     mine.apply::<Vpc>(borrowed).await?;
     let refused = mine
-        .wait_for::<Vpc>("borrowed", "Synced=False", WAIT, |v| {
-            condition(v, "Synced").is_some_and(|c| c.0 == "False")
-        })
+        .wait_for::<Vpc>("borrowed", "Synced=False", WAIT, synced_false)
         .await?;
     let message = condition(&refused, "Synced").unwrap().2;
     assert!(
@@ -183,9 +178,7 @@ async fn a_namespace_cannot_use_another_namespaces_config_or_secrets() -> anyhow
     }))
     .await?;
     let refused = mine
-        .wait_for::<DatabaseInstance>("orders", "Synced=False", WAIT, |d| {
-            condition(d, "Synced").is_some_and(|c| c.0 == "False")
-        })
+        .wait_for::<DatabaseInstance>("orders", "Synced=False", WAIT, synced_false)
         .await?;
     let message = condition(&refused, "Synced").unwrap().2;
     assert!(
@@ -228,7 +221,7 @@ async fn one_name_in_two_namespaces_never_shares_a_cloud_resource() -> anyhow::R
     e2e::init_tracing();
     let world = World::start().await?;
     let other = "team-other";
-    create_namespace(&world, other).await?;
+    world.create_namespace(other).await?;
     let first = world.objects.in_namespace(APP);
     let second = world.objects.in_namespace(other);
     let database = json!({
@@ -248,9 +241,7 @@ async fn one_name_in_two_namespaces_never_shares_a_cloud_resource() -> anyhow::R
         .await?;
     second.apply::<DatabaseInstance>(database).await?;
     let refused = second
-        .wait_for::<DatabaseInstance>("orders", "Synced=False", WAIT, |d| {
-            condition(d, "Synced").is_some_and(|c| c.0 == "False")
-        })
+        .wait_for::<DatabaseInstance>("orders", "Synced=False", WAIT, synced_false)
         .await?;
     let message = condition(&refused, "Synced").unwrap().2;
     assert!(

@@ -61,7 +61,7 @@ async fn a_namespaced_connection_secret_authenticates_and_survives_a_restart() -
 
 /// The story in scope `S`, the Secret in `namespace`.
 async fn publish_survive_and_collect<S: Scope>(namespace: &str) -> anyhow::Result<()> {
-    let label = S::label("DatabaseInstance");
+    let label = provider::runtime::kind_label::<S::DatabaseInstance>();
     e2e::init_tracing();
     let mut world = World::start().await?;
     let objects = S::objects(&world.objects);

@@ -101,41 +101,37 @@ pub(crate) async fn play(system: &mut System) -> Result<Verdict, DemoError> {
         );
     }
 
-    let cluster_config = system
-        .objects
-        .apply::<ClusterProviderConfig>(json!({
-            "apiVersion": "fakecloud.m.crossplane.io/v1alpha1", "kind": "ClusterProviderConfig",
-            "metadata": { "name": "default" },
-            "spec": {
-                "endpoint": system.cloud_url(),
-                "credentials": { "source": "Secret",
-                    "secretRef": { "namespace": NAMESPACE, "name": CREDENTIALS_SECRET, "key": "apiKey" } },
-            },
-        }))
+    default_config::<ClusterProviderConfig>(system, "what namespaced resources use by default")
         .await?;
-    system.stage().say(format!(
-        "ClusterProviderConfig/{} (what namespaced resources use by default) -> {} with the API key from Secret {NAMESPACE}/{CREDENTIALS_SECRET}",
-        cluster_config.metadata.name.as_deref().unwrap_or_default(),
-        system.cloud_url(),
-    ));
-    let provider_config = system
-        .objects
-        .apply::<ProviderConfig>(json!({
-            "apiVersion": "fakecloud.crossplane.io/v1alpha1", "kind": "ProviderConfig",
-            "metadata": { "name": "default" },
-            "spec": {
-                "endpoint": system.cloud_url(),
-                "credentials": { "source": "Secret",
-                    "secretRef": { "namespace": NAMESPACE, "name": CREDENTIALS_SECRET, "key": "apiKey" } },
-            },
-        }))
-        .await?;
-    system.stage().say(format!(
-        "ProviderConfig/{} (legacy, for the cluster-scoped kinds) -> {} with the API key from Secret {NAMESPACE}/{CREDENTIALS_SECRET} (key apiKey)",
-        provider_config.metadata.name.as_deref().unwrap_or_default(),
-        system.cloud_url(),
-    ));
+    default_config::<ProviderConfig>(system, "legacy, for the cluster-scoped kinds").await?;
     Ok(verdict)
+}
+
+/// The config `default` of kind `K` (a ClusterProviderConfig or a legacy
+/// ProviderConfig, both cluster-scoped with the same spec), pointing at
+/// fakecloud with the credentials Secret; `role` says who uses it.
+async fn default_config<K: e2e::objects::Kind>(
+    system: &System,
+    role: &str,
+) -> Result<(), DemoError> {
+    system
+        .objects
+        .apply::<K>(json!({
+            "apiVersion": K::api_version(&()), "kind": K::kind(&()),
+            "metadata": { "name": "default" },
+            "spec": {
+                "endpoint": system.cloud_url(),
+                "credentials": { "source": "Secret",
+                    "secretRef": { "namespace": NAMESPACE, "name": CREDENTIALS_SECRET, "key": "apiKey" } },
+            },
+        }))
+        .await?;
+    system.stage().say(format!(
+        "{}/default ({role}) -> {} with the API key from Secret {NAMESPACE}/{CREDENTIALS_SECRET} (key apiKey)",
+        K::kind(&()),
+        system.cloud_url(),
+    ));
+    Ok(())
 }
 
 /// Polls the provider's metrics until exactly `expected` run, or [`GATE`]

@@ -101,9 +101,10 @@ impl Connector {
         let key = mr
             .resource_spec()
             .provider_config(mr.namespace().as_deref());
-        let name = describe(&key);
+        // Described only for an error: connect runs on every reconcile.
+        let name = || describe(&key);
         let read_error = |source| ConnectError::ProviderConfigRead {
-            name: name.clone(),
+            name: name(),
             source,
         };
         let config: Value = self
@@ -111,7 +112,7 @@ impl Connector {
             .get_watched(&provider_config_object(&key))
             .await
             .map_err(read_error)?
-            .ok_or_else(|| ConnectError::ProviderConfigMissing(name.clone()))?;
+            .ok_or_else(|| ConnectError::ProviderConfigMissing(name()))?;
         let spec = config.get("spec").cloned().unwrap_or(Value::Null);
         // A namespaced ProviderConfig's Secret is in its own namespace; the
         // cluster-scoped kinds name the Secret's namespace.
@@ -129,11 +130,11 @@ impl Connector {
             CredentialsSource::None => String::new(),
             CredentialsSource::Secret => {
                 let selector =
-                    secret.ok_or_else(|| ConnectError::SecretRefMissing(name.clone()))?;
+                    secret.ok_or_else(|| ConnectError::SecretRefMissing(name()))?;
                 read_secret_key(&*self.cluster, &selector, true)
                     .await
                     .map_err(|source| ConnectError::Credentials {
-                        provider_config: name.clone(),
+                        provider_config: name(),
                         source,
                     })?
                     .trim()

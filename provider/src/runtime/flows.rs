@@ -642,6 +642,36 @@ async fn a_connection_secret_of_another_owner_is_never_written() {
     f.cloud.shutdown().await.unwrap();
 }
 
+/// A namespaced ProviderConfig `team` in `namespace`, with its credentials
+/// Secret `creds` beside it.
+fn team_config(f: &Fixture, namespace: &str) {
+    f.cluster.insert(
+        &ObjectKey::of::<Secret>(Some(namespace), "creds"),
+        secret("apiKey", f.cloud.api_key()),
+    );
+    f.cluster.insert(
+        &ObjectKey::of::<apis::kinds::provider_config::m::ProviderConfig>(Some(namespace), "team"),
+        json!({ "spec": {
+            "endpoint": f.cloud.base_url(),
+            "credentials": { "source": "Secret", "secretRef": { "name": "creds", "key": "apiKey" } },
+        } }),
+    );
+}
+
+/// The legacy `default` ProviderConfig's copy as the ClusterProviderConfig
+/// `default`, which namespaced resources use unless they name another.
+fn cluster_default_config(f: &Fixture) {
+    let config =
+        ObjectKey::of::<apis::kinds::provider_config::m::ClusterProviderConfig>(None, "default");
+    if f.cluster.object(&config).is_none() {
+        let legacy = f
+            .cluster
+            .object(&ObjectKey::of::<ProviderConfig>(None, "default"));
+        f.cluster
+            .insert(&config, legacy.expect("the fixture's ProviderConfig"));
+    }
+}
+
 /// A Secret holding `key: value`.
 fn secret(key: &str, value: &str) -> Value {
     json!({ "data": { key: ByteString(value.as_bytes().to_vec()) } })
@@ -653,18 +683,7 @@ async fn a_namespaced_database_keeps_to_its_namespace() {
     use apis::kinds::provider_config::m;
     use apis::well_known::{PROVIDER_CONFIG_KIND_LABEL, PROVIDER_CONFIG_NAME_LABEL};
     let f = Fixture::new().await;
-    let api_key = f.cloud.api_key().to_owned();
-    f.cluster.insert(
-        &ObjectKey::of::<Secret>(Some("app"), "creds"),
-        secret("apiKey", &api_key),
-    );
-    f.cluster.insert(
-        &ObjectKey::of::<m::ProviderConfig>(Some("app"), "team"),
-        json!({ "spec": {
-            "endpoint": f.cloud.base_url(),
-            "credentials": { "source": "Secret", "secretRef": { "name": "creds", "key": "apiKey" } },
-        } }),
-    );
+    team_config(&f, "app");
     f.cluster.insert(
         &ObjectKey::of::<Secret>(Some("app"), "pw"),
         secret("password", "correct-horse-9"),
@@ -746,19 +765,8 @@ async fn a_namespaced_resource_cannot_reach_another_namespaces_config_or_secrets
     use apis::kinds::provider_config::m;
     use apis::kinds::vpc::m::Vpc;
     let f = Fixture::new().await;
-    let api_key = f.cloud.api_key().to_owned();
     // Another team's ProviderConfig, credentials and password, in "other".
-    f.cluster.insert(
-        &ObjectKey::of::<Secret>(Some("other"), "creds"),
-        secret("apiKey", &api_key),
-    );
-    f.cluster.insert(
-        &ObjectKey::of::<m::ProviderConfig>(Some("other"), "team"),
-        json!({ "spec": {
-            "endpoint": f.cloud.base_url(),
-            "credentials": { "source": "Secret", "secretRef": { "name": "creds", "key": "apiKey" } },
-        } }),
-    );
+    team_config(&f, "other");
     f.cluster.insert(
         &ObjectKey::of::<Secret>(Some("other"), "pw"),
         secret("password", "not-yours-123"),
@@ -821,12 +829,7 @@ async fn a_namespaced_selector_looks_in_its_namespace_unless_it_names_another() 
     use apis::kinds::subnet::m::Subnet;
     use apis::kinds::vpc::m::Vpc;
     let f = Fixture::new().await;
-    f.cluster.insert(
-        &ObjectKey::of::<apis::kinds::provider_config::m::ClusterProviderConfig>(None, "default"),
-        f.cluster
-            .object(&ObjectKey::of::<ProviderConfig>(None, "default"))
-            .unwrap(),
-    );
+    cluster_default_config(&f);
     // Two VPCs carry the selected label: one in net, one in app.
     let mut ids = Vec::new();
     for (namespace, cidr) in [("net", "10.1.0.0/16"), ("app", "10.2.0.0/16")] {
@@ -899,14 +902,7 @@ async fn a_namespaced_selector_looks_in_its_namespace_unless_it_names_another() 
 /// ClusterProviderConfig (the legacy default's copy), with `annotations`.
 fn namespaced_database(f: &Fixture, namespace: &str, name: &str, annotations: Value) -> ObjectKey {
     use apis::kinds::database_instance::m::DatabaseInstance;
-    let config =
-        ObjectKey::of::<apis::kinds::provider_config::m::ClusterProviderConfig>(None, "default");
-    if f.cluster.object(&config).is_none() {
-        let legacy = f
-            .cluster
-            .object(&ObjectKey::of::<ProviderConfig>(None, "default"));
-        f.cluster.insert(&config, legacy.unwrap());
-    }
+    cluster_default_config(f);
     let at = ObjectKey::of::<DatabaseInstance>(Some(namespace), name);
     f.cluster.insert(
         &at,
