@@ -129,8 +129,7 @@ impl Connector {
         let api_key = match source {
             CredentialsSource::None => String::new(),
             CredentialsSource::Secret => {
-                let selector =
-                    secret.ok_or_else(|| ConnectError::SecretRefMissing(name()))?;
+                let selector = secret.ok_or_else(|| ConnectError::SecretRefMissing(name()))?;
                 read_secret_key(&*self.cluster, &selector, true)
                     .await
                     .map_err(|source| ConnectError::Credentials {
