@@ -16,13 +16,13 @@ use crate::kinds::database::DatabaseKind;
 use crate::kinds::nodegroup::NodeGroupKind;
 use crate::kinds::subnet::SubnetKind;
 use crate::kinds::vpc::VpcKind;
-use crate::kinds::{render_value, validate};
+use crate::kinds::{ResourceKind, validate};
 use crate::layers::CallInfo;
 use crate::model::{
     Actor, AdminResource, AuditEntry, AuditQuery, FaultRule, FaultRuleSpec, Kind, MAX_DELAY_MS,
     MAX_RETRY_AFTER_SECS, Throttling, Timing, TimingTable,
 };
-use crate::openapi::{BadRequest, Conflict, NotFound, PreconditionFailed};
+use crate::problem_responses::{BadRequest, Conflict, NotFound, PreconditionFailed};
 use crate::query::ProblemQuery;
 use crate::service;
 use crate::state::SharedState;
@@ -37,6 +37,21 @@ fn kind(name: &str) -> Result<Kind> {
             format!("kind {name:?} is not one of vpc, subnet, nodeGroup, databaseInstance"),
         )
     })
+}
+
+/// Renders a row of any kind as JSON. Here, with its only user, rather
+/// than in `kinds`: each kind uses the trait and helpers of `kinds`, so
+/// `kinds` itself must not use the kinds.
+fn render_value(kind: Kind, row: &Row) -> Result<serde_json::Value> {
+    fn to_value<K: ResourceKind>(row: &Row) -> Result<serde_json::Value> {
+        serde_json::to_value(K::render(row)?).map_err(|e| ApiError::internal("render", e))
+    }
+    match kind {
+        Kind::Vpc => to_value::<VpcKind>(row),
+        Kind::Subnet => to_value::<SubnetKind>(row),
+        Kind::NodeGroup => to_value::<NodeGroupKind>(row),
+        Kind::DatabaseInstance => to_value::<DatabaseKind>(row),
+    }
 }
 
 fn admin_resource(kind: Kind, row: &Row) -> Result<AdminResource> {

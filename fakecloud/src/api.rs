@@ -36,7 +36,7 @@ use crate::model::{
     AuthenticateResult, CreateDatabaseInstance, CreateNodeGroup, CreateSubnet, CreateVpc,
     Credentials, DatabaseInstancePatch, NodeGroupPatch, Problem, SubnetPatch, VpcPatch,
 };
-use crate::openapi::{BadRequest, Conflict, NotFound, PreconditionFailed, response_ref};
+use crate::problem_responses::{BadRequest, Conflict, NotFound, PreconditionFailed, response_ref};
 use crate::query::ProblemQuery;
 use crate::service::{self, ListParams};
 use crate::state::SharedState;

@@ -23,6 +23,8 @@ mod error;
 #[cfg(feature = "server")]
 mod faults;
 #[cfg(feature = "server")]
+mod field_rules;
+#[cfg(feature = "server")]
 mod kinds;
 #[cfg(feature = "server")]
 mod layers;
@@ -31,7 +33,10 @@ mod metrics;
 #[cfg(feature = "server")]
 mod openapi;
 #[cfg(feature = "server")]
+mod problem_responses;
+#[cfg(feature = "server")]
 mod query;
+mod regions;
 #[cfg(feature = "server")]
 mod request_id;
 #[cfg(feature = "server")]

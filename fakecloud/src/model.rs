@@ -24,8 +24,7 @@ use utoipa::{
 /// stable.
 pub type Tags = BTreeMap<String, String>;
 
-/// Regions fakecloud serves; each has the zones `<region>a|b|c`.
-pub const REGIONS: [&str; 3] = ["us-east-1", "us-west-2", "eu-west-1"];
+pub use crate::regions::REGIONS;
 
 /// The four resource kinds, as named in admin paths and audit queries.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]

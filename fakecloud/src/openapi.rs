@@ -6,15 +6,19 @@
 //! document states every answer a client can get, and schemathesis holds
 //! the server to it (`scripts/schemathesis`).
 
+use utoipa::OpenApi;
 use utoipa::openapi::path::{Operation, ParameterIn};
-use utoipa::openapi::response::{Response, ResponseBuilder};
+use utoipa::openapi::response::Response;
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
-use utoipa::openapi::{Content, Header, Ref, RefOr, Schema};
-use utoipa::{OpenApi, ToResponse, ToSchema};
+use utoipa::openapi::{Header, RefOr, Schema};
 
 use crate::api::KindPaths;
 use crate::model::{DatabaseInstance, NodeGroup, Page, Problem, REGIONS, Subnet, Vpc};
+use crate::problem_responses::{
+    BadRequest, Conflict, NotFound, PreconditionFailed, ServerError, Throttled, Unauthorized,
+    response_ref,
+};
 use crate::{admin, api, request_id, schemas};
 
 #[derive(OpenApi)]
@@ -43,92 +47,6 @@ pub struct ApiDoc;
 const API_KEY: &str = "apiKey";
 /// Security scheme of `/admin`: the admin token.
 const ADMIN_TOKEN: &str = "adminToken";
-
-fn problem(description: &str) -> ResponseBuilder {
-    ResponseBuilder::new().description(description).content(
-        "application/problem+json",
-        Content::new(Some(Ref::from_schema_name(Problem::name()))),
-    )
-}
-
-macro_rules! problem_response {
-    ($(#[doc = $doc:literal])* $name:ident, $description:literal) => {
-        $(#[doc = $doc])*
-        pub struct $name;
-
-        impl<'r> ToResponse<'r> for $name {
-            fn response() -> (&'r str, RefOr<Response>) {
-                (stringify!($name), problem($description).build().into())
-            }
-        }
-    };
-}
-
-problem_response!(
-    /// `400`: the request breaks the document's rules or a rule that
-    /// depends on stored resources.
-    BadRequest,
-    "The request is not valid (`MalformedJSON`, `MissingParameter`, `UnknownParameter`, \
-     `InvalidParameterValue`, `InvalidParameterCombination`, `ImmutableParameter`, or a referenced \
-     resource that does not exist: `InvalidVpcID.NotFound`, `InvalidSubnetID.NotFound`, \
-     `InvalidSubnet.Range`)."
-);
-problem_response!(
-    /// `401` from the authentication layers.
-    Unauthorized,
-    "Missing or unknown credentials (`Unauthorized`)."
-);
-problem_response!(
-    /// `404`: the addressed resource, region or kind does not exist.
-    NotFound,
-    "The addressed resource does not exist (or belongs to another account), or the region or kind \
-     is unknown (`InvalidRegion`, `InvalidVpcID.NotFound`, `InvalidSubnetID.NotFound`, \
-     `ResourceNotFoundException`, `DBInstanceNotFound`, `ResourceNotFound`, `UnknownKind`, \
-     `FaultRuleNotFound`)."
-);
-problem_response!(
-    /// `409`: the resource's state or a sibling refuses the call.
-    Conflict,
-    "The call conflicts with the resource's state or another resource (`DependencyViolation`, \
-     `InvalidSubnet.Conflict`, `ResourceInUseException`, `DBInstanceAlreadyExists`, \
-     `InvalidDBInstanceState`, `InvalidParameterCombination`, `IdempotentParameterMismatch`, \
-     `IncorrectState`, `AmbiguousResource`)."
-);
-problem_response!(
-    /// `412`: `If-Match` names another ETag.
-    PreconditionFailed,
-    "`If-Match` does not match the resource's current ETag (`PreconditionFailed`)."
-);
-problem_response!(
-    /// `5XX`: a storage failure, or a fault rule's injected error.
-    ServerError,
-    "A storage failure (`InternalError`), or, on `/v1`, an error injected by a fault rule of the \
-     admin API (`Retry-After` when the rule sets one)."
-);
-
-/// `429` from the throttling layer, with `Retry-After`.
-pub struct Throttled;
-
-impl<'r> ToResponse<'r> for Throttled {
-    fn response() -> (&'r str, RefOr<Response>) {
-        let response = problem(
-            "The account's token bucket is empty (`Throttling`, admin API `/admin/throttling`).",
-        )
-        .header("Retry-After", retry_after())
-        .build();
-        ("Throttled", response.into())
-    }
-}
-
-fn retry_after() -> Header {
-    let mut header = Header::new(
-        ObjectBuilder::new()
-            .schema_type(Type::Integer)
-            .minimum(Some(0)),
-    );
-    header.description = Some("Seconds to wait before calling again.".into());
-    header
-}
 
 /// What the layers around the handlers add to every operation: security,
 /// the answers of authentication, throttling and fault injection, the
@@ -214,10 +132,6 @@ fn conventions(operation: &mut Operation, api: bool) {
         };
         parameter.schema = Some(Schema::Object(schema.build()).into());
     }
-}
-
-pub(crate) fn response_ref<'r, R: ToResponse<'r>>() -> RefOr<Response> {
-    RefOr::Ref(Ref::from_response_name(R::response().0))
 }
 
 fn add_request_id(response: &mut Response) {

@@ -11,8 +11,12 @@ use utoipa::openapi::schema::{
 };
 use utoipa::openapi::{RefOr, Schema};
 
-use crate::kinds::{database, nodegroup, validate};
-use crate::model::REGIONS;
+use crate::field_rules::{
+    CIDR_PATTERN, ENGINE_VERSION_PATTERN, IDENTIFIER_MAX, IDENTIFIER_PATTERN,
+    INSTANCE_CLASS_PATTERN, INSTANCE_TYPE_PATTERN, INSTANCE_TYPES_MAX, KUBERNETES_VERSION_PATTERN,
+    NAME_PATTERN, PASSWORD_PATTERN, TAG_KEY_MAX, TAG_VALUE_MAX, TAGS_MAX, USERNAME_PATTERN,
+};
+use crate::regions::REGIONS;
 
 fn string(pattern: Option<&str>) -> ObjectBuilder {
     ObjectBuilder::new()
@@ -29,7 +33,7 @@ fn nullable(t: Type) -> SchemaType {
 /// of at most 256. On create at most 50 entries; in a merge patch a `null`
 /// value removes an entry, and the limit applies to the merged map.
 fn tag_map(patch: bool) -> ObjectBuilder {
-    let value = string(None).max_length(Some(validate::TAG_VALUE_MAX));
+    let value = string(None).max_length(Some(TAG_VALUE_MAX));
     let value = if patch {
         value.schema_type(nullable(Type::String))
     } else {
@@ -40,12 +44,12 @@ fn tag_map(patch: bool) -> ObjectBuilder {
         .property_names(Some(
             string(None)
                 .min_length(Some(1))
-                .max_length(Some(validate::TAG_KEY_MAX)),
+                .max_length(Some(TAG_KEY_MAX)),
         ))
         .additional_properties(Some(AdditionalProperties::RefOr(RefOr::T(Schema::Object(
             value.build(),
         )))))
-        .max_properties((!patch).then_some(validate::TAGS_MAX))
+        .max_properties((!patch).then_some(TAGS_MAX))
 }
 
 pub fn tags() -> ObjectBuilder {
@@ -62,7 +66,7 @@ pub fn tags_patch() -> ObjectBuilder {
 
 /// An IPv4 block of /16 to /28 (`validate::cidr`).
 pub fn cidr_block() -> ObjectBuilder {
-    string(Some(validate::CIDR_PATTERN)).description(Some(
+    string(Some(CIDR_PATTERN)).description(Some(
         "IPv4 block, /16 to /28; stored canonical (host bits cleared). A subnet's lies inside \
          its VPC's and overlaps no sibling's.",
     ))
@@ -79,19 +83,19 @@ pub fn availability_zone() -> ObjectBuilder {
 
 /// A client-chosen name (`validate::name`).
 pub fn name() -> ObjectBuilder {
-    string(Some(validate::NAME_PATTERN))
+    string(Some(NAME_PATTERN))
 }
 
 /// A node group's Kubernetes version (`validate::version`, two to four parts).
 pub fn kubernetes_version() -> ObjectBuilder {
-    string(Some(validate::KUBERNETES_VERSION_PATTERN))
+    string(Some(KUBERNETES_VERSION_PATTERN))
         .schema_type(nullable(Type::String))
         .description(Some("Kubernetes version, default `1.31`."))
 }
 
 /// A database engine version (`validate::version`, one to four parts).
 pub fn engine_version() -> ObjectBuilder {
-    string(Some(validate::ENGINE_VERSION_PATTERN))
+    string(Some(ENGINE_VERSION_PATTERN))
         .schema_type(nullable(Type::String))
         .description(Some("Default per engine (`16.4` / `8.0.39`)."))
 }
@@ -108,9 +112,9 @@ pub fn node_group_subnet_ids() -> ArrayBuilder {
 pub fn instance_types() -> ArrayBuilder {
     ArrayBuilder::new()
         .schema_type(nullable(Type::Array))
-        .items(string(Some(nodegroup::INSTANCE_TYPE_PATTERN)))
+        .items(string(Some(INSTANCE_TYPE_PATTERN)))
         .min_items(Some(1))
-        .max_items(Some(nodegroup::INSTANCE_TYPES_MAX))
+        .max_items(Some(INSTANCE_TYPES_MAX))
 }
 
 /// Database `subnetIds`: optional, none twice.
@@ -123,25 +127,25 @@ pub fn database_subnet_ids() -> ArrayBuilder {
 
 /// A database identifier (`database::identifier`).
 pub fn identifier() -> ObjectBuilder {
-    string(Some(database::IDENTIFIER_PATTERN)).max_length(Some(database::IDENTIFIER_MAX))
+    string(Some(IDENTIFIER_PATTERN)).max_length(Some(IDENTIFIER_MAX))
 }
 
 /// A database instance class like `db.t3.micro`.
 pub fn instance_class() -> ObjectBuilder {
-    string(Some(database::INSTANCE_CLASS_PATTERN))
+    string(Some(INSTANCE_CLASS_PATTERN))
         .schema_type(nullable(Type::String))
         .description(Some("Default `db.t3.micro`."))
 }
 
 /// A master username (`database::username`).
 pub fn master_username() -> ObjectBuilder {
-    string(Some(database::USERNAME_PATTERN))
+    string(Some(USERNAME_PATTERN))
 }
 
 /// A master password (`database::password`). Never `null`, in a patch
 /// too: a password cannot be removed.
 pub fn master_password() -> ObjectBuilder {
-    string(Some(database::PASSWORD_PATTERN)).description(Some("Write-only: never returned."))
+    string(Some(PASSWORD_PATTERN)).description(Some("Write-only: never returned."))
 }
 
 /// `CreateVpc` with the rule its fields cannot state one by one: DNS

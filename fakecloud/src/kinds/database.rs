@@ -8,6 +8,7 @@ use sqlx::SqliteConnection;
 
 use super::{Prepared, ResourceKind, Revised, States, validate};
 use crate::error::ApiError;
+use crate::field_rules::IDENTIFIER_MAX;
 use crate::model::{CreateDatabaseInstance, DatabaseInstance, Endpoint, Engine, Kind, Tags};
 use crate::store::{Location, Row};
 
@@ -32,18 +33,6 @@ struct Spec {
 /// password (it is write-only), so re-validating a merged spec on PATCH uses
 /// this when the patch does not set one; it is never stored.
 const UNCHANGED_PASSWORD: &str = "unchanged-password";
-
-/// What `identifier` accepts, for the OpenAPI document (with
-/// `IDENTIFIER_MAX`): no trailing or doubled hyphen.
-pub const IDENTIFIER_PATTERN: &str = r"^[a-z](-?[a-z0-9])*$";
-/// Longest identifier.
-pub const IDENTIFIER_MAX: usize = 63;
-/// What `normalize` accepts as an instance class.
-pub const INSTANCE_CLASS_PATTERN: &str = r"^db\.[a-z0-9]+\.[a-z0-9]+$";
-/// What `username` accepts.
-pub const USERNAME_PATTERN: &str = r"^[A-Za-z][A-Za-z0-9_]{0,15}$";
-/// What `password` accepts: 8-128 printable ASCII characters but `/ " @`.
-pub const PASSWORD_PATTERN: &str = r"^[ !#-.0-?A-~]{8,128}$";
 
 fn identifier(value: &str) -> Result<(), ApiError> {
     let valid = (1..=IDENTIFIER_MAX).contains(&value.len())

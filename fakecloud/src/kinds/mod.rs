@@ -2,7 +2,9 @@
 //!
 //! Everything kind-independent (storage, ETags, idempotency, transitions) is
 //! in `service`; a kind only answers "is this configuration valid" and "what
-//! does a stored row look like on the wire".
+//! does a stored row look like on the wire". The limits the kinds check,
+//! and the patterns that tell the OpenAPI document what they accept, are in
+//! `field_rules`: change a rule there and here together.
 
 pub mod database;
 pub mod nodegroup;
@@ -78,19 +80,6 @@ pub trait ResourceKind {
     ) -> impl Future<Output = Result<(), ApiError>> + Send;
 
     fn render(row: &Row) -> Result<Self::Resource, ApiError>;
-}
-
-/// Renders a row of any kind as JSON (admin API).
-pub fn render_value(kind: Kind, row: &Row) -> Result<Value, ApiError> {
-    fn to_value<K: ResourceKind>(row: &Row) -> Result<Value, ApiError> {
-        serde_json::to_value(K::render(row)?).map_err(|e| ApiError::internal("render", e))
-    }
-    match kind {
-        Kind::Vpc => to_value::<vpc::VpcKind>(row),
-        Kind::Subnet => to_value::<subnet::SubnetKind>(row),
-        Kind::NodeGroup => to_value::<nodegroup::NodeGroupKind>(row),
-        Kind::DatabaseInstance => to_value::<database::DatabaseKind>(row),
-    }
 }
 
 /// Refuses a delete while `dependents` exist (`409 DependencyViolation`),

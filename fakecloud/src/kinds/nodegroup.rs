@@ -7,15 +7,11 @@ use sqlx::SqliteConnection;
 
 use super::{Prepared, ResourceKind, Revised, States, validate};
 use crate::error::ApiError;
+use crate::field_rules::INSTANCE_TYPES_MAX;
 use crate::model::{CreateNodeGroup, Kind, NodeGroup, ScalingConfig, Tags};
 use crate::store::{Location, Row};
 
 pub struct NodeGroupKind;
-
-/// What an `instanceTypes` entry must look like, for the OpenAPI document.
-pub const INSTANCE_TYPE_PATTERN: &str = r"^[a-z0-9]+\.[a-z0-9]+$";
-/// Most instance types a node group may list.
-pub const INSTANCE_TYPES_MAX: usize = 20;
 
 #[derive(Serialize, Deserialize, PartialEq, Clone)]
 #[serde(rename_all = "camelCase")]

@@ -10,6 +10,7 @@ use serde_json::Value;
 use sqlx::SqliteConnection;
 
 use crate::error::ApiError;
+use crate::field_rules::{TAG_KEY_MAX, TAG_VALUE_MAX, TAGS_MAX};
 use crate::model::{Kind, REGIONS, Tags};
 use crate::store::{self, Location, Row};
 
@@ -148,13 +149,6 @@ pub fn zone(region: &str, zone: &str) -> Result<(), ApiError> {
     }
 }
 
-/// Most entries a tag or label map may have.
-pub const TAGS_MAX: usize = 50;
-/// Longest tag key, in characters.
-pub const TAG_KEY_MAX: usize = 128;
-/// Longest tag value, in characters.
-pub const TAG_VALUE_MAX: usize = 256;
-
 pub fn tags(field: &str, tags: &Tags) -> Result<(), ApiError> {
     if tags.len() > TAGS_MAX {
         return Err(ApiError::invalid(
@@ -179,11 +173,6 @@ pub fn tags(field: &str, tags: &Tags) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// What `cidr` accepts, for the OpenAPI document: four decimal octets
-/// (`ipnet` takes up to three digits, leading zeros included, below 256)
-/// and a two-digit prefix length from 16 to 28.
-pub const CIDR_PATTERN: &str = r"^((25[0-5]|2[0-4][0-9]|[01]?[0-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|[01]?[0-9]?[0-9])/(1[6-9]|2[0-8])$";
-
 /// An IPv4 block from /16 to /28, returned canonical (host bits cleared).
 pub fn cidr(field: &str, text: &str) -> Result<Ipv4Net, ApiError> {
     let net = Ipv4Net::from_str(text)
@@ -199,9 +188,6 @@ pub fn cidr(field: &str, text: &str) -> Result<Ipv4Net, ApiError> {
     }
     Ok(net.trunc())
 }
-
-/// What `name` accepts, for the OpenAPI document.
-pub const NAME_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$";
 
 /// A client-chosen name: 1-63 letters, digits, `-` or `_`, starting with a
 /// letter or digit.
@@ -232,12 +218,6 @@ pub fn non_empty(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
         Ok(())
     }
 }
-
-/// What `version(field, v, 2)` accepts (Kubernetes versions), for the
-/// OpenAPI document.
-pub const KUBERNETES_VERSION_PATTERN: &str = r"^[0-9]{1,6}(\.[0-9]{1,6}){1,3}$";
-/// What `version(field, v, 1)` accepts (engine versions).
-pub const ENGINE_VERSION_PATTERN: &str = r"^[0-9]{1,6}(\.[0-9]{1,6}){0,3}$";
 
 /// `major.minor[.patch...]`, digits only: `min_parts` to 4 numbers of at
 /// most 6 digits.
