@@ -8,6 +8,7 @@ use serde::Deserialize as _;
 use serde_yaml::Value;
 
 use crate::error::{Result, XpkgError};
+use crate::object::{kind_of, name_of};
 
 /// The package's two files, as YAML streams.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,23 +94,6 @@ pub fn read_package_dir(dir: &Path) -> Result<PackageContents> {
             })
             .collect(),
     })
-}
-
-/// `metadata.name`, or "" when unset.
-pub fn name_of(object: &Value) -> &str {
-    object
-        .get("metadata")
-        .and_then(|m| m.get("name"))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-}
-
-/// `kind`, or "" when unset.
-pub fn kind_of(object: &Value) -> &str {
-    object
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
 }
 
 /// The non-empty documents of a YAML stream; `path` names it in errors.

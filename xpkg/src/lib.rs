@@ -12,6 +12,7 @@ pub mod error;
 pub mod image;
 pub mod layer;
 pub mod lint;
+pub mod object;
 pub mod read;
 
 use std::path::{Path, PathBuf};

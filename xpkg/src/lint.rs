@@ -7,8 +7,8 @@
 
 use serde_yaml::Value;
 
-use crate::contents::{kind_of, name_of};
 use crate::error::{Result, XpkgError};
+use crate::object::{kind_of, name_of};
 
 /// The API group of package metadata (`crossplane.yaml`).
 pub const META_GROUP: &str = "meta.pkg.crossplane.io";
