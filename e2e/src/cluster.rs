@@ -450,7 +450,7 @@ impl TestCluster {
     /// Creates a namespace with a unique name starting with `prefix`, so
     /// tests sharing a cluster never collide. Returns its name.
     pub async fn create_namespace(&self, prefix: &str) -> Result<String, ClusterError> {
-        let name = crate::unique_name(prefix);
+        let name = crate::names::unique_name(prefix);
         let namespace = Namespace {
             metadata: kube::api::ObjectMeta {
                 name: Some(name.clone()),
@@ -488,19 +488,6 @@ impl TestCluster {
             .trim_end_matches(|c: char| !c.is_ascii_digit())
             .parse()
             .unwrap_or(u32::MAX)
-    }
-}
-
-/// One probe of the API server's `/readyz`: `Ok` once it answers `ok`,
-/// else what it answered (or the error), for the not-ready message.
-pub(crate) async fn readyz(client: &kube::Client) -> Result<(), String> {
-    let request = http::Request::get("/readyz")
-        .body(Vec::new())
-        .expect("a static request is valid");
-    match client.request_text(request).await {
-        Ok(body) if body.trim() == "ok" => Ok(()),
-        Ok(body) => Err(body),
-        Err(e) => Err(e.to_string()),
     }
 }
 

@@ -154,7 +154,7 @@ impl ContainerControlPlane {
             .prefix("e2e-containers-")
             .tempdir()
             .map_err(|e| ClusterError::io("creating the cluster folder", e))?;
-        let network = crate::unique_name("e2e-net");
+        let network = crate::names::unique_name("e2e-net");
         let etcd_name = format!("{network}-etcd");
         let apiserver_name = format!("{network}-apiserver");
 
@@ -293,7 +293,7 @@ impl ContainerControlPlane {
     async fn wait_ready(&self, timeout: Duration) -> Result<(), ClusterError> {
         let began = Instant::now();
         loop {
-            let last = match crate::cluster::readyz(&self.client).await {
+            let last = match crate::readyz::probe(&self.client).await {
                 Ok(()) => return Ok(()),
                 Err(last) => last,
             };

@@ -31,10 +31,13 @@ mod http;
 mod k3s;
 mod kubeconfig;
 mod local;
+mod managed;
+mod names;
 pub mod objects;
 mod pki;
 pub mod process;
 pub mod provider_process;
+mod readyz;
 pub mod scenarios;
 pub mod scope;
 pub mod world;
@@ -44,12 +47,7 @@ pub use cluster::{
     Backend, CLUSTER_ENV, ClusterOptions, DEFAULT_READY_TIMEOUT, KUBECONFIG_ENV, TestCluster,
 };
 pub use error::ClusterError;
-
-/// `prefix` plus a random suffix: a DNS-1123 name no other test uses.
-pub fn unique_name(prefix: &str) -> String {
-    let suffix = uuid::Uuid::new_v4().simple().to_string();
-    format!("{prefix}-{}", &suffix[..10])
-}
+pub use names::unique_name;
 
 /// Default log filter. kube's client logs every 5xx answer as an error,
 /// including the expected ones while `/readyz` is not yet ok; the errors
@@ -65,21 +63,4 @@ pub fn init_tracing() {
         .with_env_filter(filter)
         .with_test_writer()
         .try_init();
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn unique_names_are_valid_and_distinct() {
-        let a = unique_name("vpc");
-        let b = unique_name("vpc");
-        assert_ne!(a, b);
-        assert!(a.starts_with("vpc-") && a.len() == 14, "{a}");
-        assert!(
-            a.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        );
-    }
 }

@@ -200,7 +200,7 @@ impl LocalControlPlane {
                 tokio::time::sleep(READY_POLL).await;
                 continue;
             }
-            let last = match crate::cluster::readyz(&self.client).await {
+            let last = match crate::readyz::probe(&self.client).await {
                 Ok(()) => return Ok(()),
                 Err(last) => last,
             };

@@ -13,14 +13,16 @@ use std::time::Duration;
 use fakecloud::client::{AdminClient, Client as CloudClient};
 use fakecloud::model::{AuditEntry, AuditQuery};
 use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
 use kube::api::PostParams;
-use kube::{Api, Resource};
 use provider::metrics::Metrics;
-use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::managed::{
+    at_provider, condition, external_name, is_ready, is_synced, observed_generation, spec_of,
+};
 use crate::objects::{Kind, Objects, ObjectsError};
 use crate::scenarios::{Narration, Stage};
 use crate::{Backend, ClusterError, ClusterOptions, TestCluster};
@@ -448,68 +450,4 @@ impl Replica {
         self.running.token.cancel();
         let _ = self.running.task.await;
     }
-}
-
-/// `status.conditions[type]` of a managed resource as (status, reason, message).
-pub fn condition<K: Serialize>(object: &K, type_: &str) -> Option<(String, String, String)> {
-    let json = serde_json::to_value(object).ok()?;
-    let found = json
-        .pointer("/status/conditions")?
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == type_)?
-        .clone();
-    let text = |k: &str| found[k].as_str().unwrap_or_default().to_owned();
-    Some((text("status"), text("reason"), text("message")))
-}
-
-/// Whether `Ready` is `True`.
-pub fn is_ready<K: Serialize>(object: &K) -> bool {
-    condition(object, "Ready").is_some_and(|(status, ..)| status == "True")
-}
-
-/// Whether `Synced` is `True`.
-pub fn is_synced<K: Serialize>(object: &K) -> bool {
-    condition(object, "Synced").is_some_and(|(status, ..)| status == "True")
-}
-
-/// The external-name annotation.
-pub fn external_name<K: Resource>(object: &K) -> Option<String> {
-    object
-        .meta()
-        .annotations
-        .as_ref()?
-        .get(apis::well_known::EXTERNAL_NAME_ANNOTATION)
-        .cloned()
-}
-
-/// The oldest `observedGeneration` of the object's conditions: every
-/// condition reflects at least this generation of the spec.
-pub fn observed_generation<K: Serialize>(object: &K) -> i64 {
-    serde_json::to_value(object)
-        .ok()
-        .and_then(|v| {
-            v.pointer("/status/conditions")?
-                .as_array()?
-                .iter()
-                .map(|c| c["observedGeneration"].as_i64().unwrap_or_default())
-                .min()
-        })
-        .unwrap_or_default()
-}
-
-/// `spec` as JSON.
-pub fn spec_of<K: Serialize>(object: &K) -> Value {
-    serde_json::to_value(object)
-        .ok()
-        .and_then(|v| v.get("spec").cloned())
-        .unwrap_or(Value::Null)
-}
-
-/// `status.atProvider` as JSON.
-pub fn at_provider<K: Serialize>(object: &K) -> Value {
-    serde_json::to_value(object)
-        .ok()
-        .and_then(|v| v.pointer("/status/atProvider").cloned())
-        .unwrap_or(Value::Null)
 }

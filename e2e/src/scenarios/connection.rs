@@ -13,9 +13,9 @@ use serde_json::json;
 
 use super::report::{at_provider_fields, status_row};
 use super::{REGION, ScenarioError, Stage, Verdict, collection, under};
+use crate::managed::{is_ready, is_synced};
 use crate::objects::ObjectsError;
 use crate::scope::Scope;
-use crate::world::{is_ready, is_synced};
 
 /// Databases take longer than networks in fakecloud.
 const READY: Duration = Duration::from_secs(40);

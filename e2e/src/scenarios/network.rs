@@ -10,7 +10,7 @@ use crate::scope::{Scope, merged};
 
 use super::report::{at_provider_fields, mutating, plain, status_row};
 use super::{READY, REGION, ScenarioError, Stage, Verdict, collection, region, under};
-use crate::world::{at_provider, external_name, is_ready, is_synced};
+use crate::managed::{at_provider, external_name, is_ready, is_synced};
 
 /// The CIDR block of every full-control VPC.
 const CIDR: &str = "10.0.0.0/16";

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use super::report::{at_provider_fields, mutating, status_row};
 use super::{READY, REGION, ScenarioError, Stage, Verdict, under};
+use crate::managed::{at_provider, external_name, is_ready, is_synced, spec_of};
 use crate::scope::Scope;
-use crate::world::{at_provider, external_name, is_ready, is_synced, spec_of};
 
 /// The cluster every node group joins.
 const CLUSTER: &str = "prod";

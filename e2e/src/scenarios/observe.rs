@@ -10,9 +10,11 @@ use serde_json::{Value, json};
 
 use super::report::{at_provider_fields, mutating, status_row};
 use super::{READY, REGION, ScenarioError, Stage, Verdict, collection, region, under};
+use crate::managed::{
+    at_provider, external_name, is_ready, is_synced, observed_generation, spec_of,
+};
 use crate::objects::Objects;
 use crate::scope::Scope;
-use crate::world::{at_provider, external_name, is_ready, is_synced, observed_generation, spec_of};
 
 /// A VPC another team made, imported read-only.
 #[derive(Debug, Clone)]

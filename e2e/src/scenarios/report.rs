@@ -6,7 +6,7 @@ use kube::Resource;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::world::{at_provider, condition, external_name};
+use crate::managed::{at_provider, condition, external_name};
 
 /// `KIND/NAME  READY=True  SYNCED=True  EXTERNAL-NAME=vpc-...`, as the
 /// columns of `kubectl get managed` show them.
