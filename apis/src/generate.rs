@@ -24,7 +24,7 @@ use crate::kinds::{
     DatabaseInstance, NodeGroup, ProviderConfig, ProviderConfigUsage, Subnet, Vpc,
     database_instance, nodegroup, subnet, vpc,
 };
-use crate::managed::Managed;
+use crossplane_types::Managed;
 
 /// The command that regenerates the files, as the README and the file
 /// headers state it.

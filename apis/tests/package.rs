@@ -6,12 +6,12 @@ mod support;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use apis::Managed;
 use apis::generate::{ManagedResourceDefinition, MrdState, default_package_root, stale_files};
 use apis::kinds::{
     DatabaseInstance, NodeGroup, ProviderConfig, Subnet, Vpc, database_instance, nodegroup,
     provider_config, subnet, vpc,
 };
+use crossplane_types::Managed;
 use k8s_openapi::api::core::v1::Secret;
 use kube::CustomResourceExt;
 use serde::Deserialize;

@@ -474,7 +474,7 @@ fn schemas_use_nothing_newer_than_kubernetes_1_20_besides_cel_rules() {
     }
 }
 
-fn assert_references_match_schema<M: apis::Managed>() {
+fn assert_references_match_schema<M: crossplane_types::Managed>() {
     let crd = M::crd();
     let schema = schema_of(&crd);
     let for_provider = at(&schema, "spec.forProvider");
@@ -531,14 +531,20 @@ fn declared_references_name_real_fields_and_kinds() {
     assert_references_match_schema::<apis::kinds::subnet::m::Subnet>();
     assert_references_match_schema::<apis::kinds::nodegroup::m::NodeGroup>();
     assert_references_match_schema::<apis::kinds::database_instance::m::DatabaseInstance>();
-    assert_eq!(<Subnet as apis::Managed>::REFERENCES.len(), 1);
-    assert_eq!(<NodeGroup as apis::Managed>::REFERENCES.len(), 1);
-    assert_eq!(<DatabaseInstance as apis::Managed>::REFERENCES.len(), 1);
+    assert_eq!(<Subnet as crossplane_types::Managed>::REFERENCES.len(), 1);
+    assert_eq!(
+        <NodeGroup as crossplane_types::Managed>::REFERENCES.len(),
+        1
+    );
+    assert_eq!(
+        <DatabaseInstance as crossplane_types::Managed>::REFERENCES.len(),
+        1
+    );
 }
 
 #[test]
 fn managed_accessors_reach_the_spec_and_create_status_on_demand() {
-    use apis::Managed;
+    use crossplane_types::Managed;
     let mut vpc: Vpc = serde_json::from_value(json!({
         "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
         "metadata": {"name": "v"},
@@ -548,7 +554,7 @@ fn managed_accessors_reach_the_spec_and_create_status_on_demand() {
     .unwrap();
     assert_eq!(
         vpc.resource_spec().management_policies,
-        [apis::common::ManagementAction::Observe]
+        [crossplane_types::ManagementAction::Observe]
     );
     assert_eq!(vpc.for_provider().region, "eu-west-1");
     assert_eq!(
@@ -557,7 +563,7 @@ fn managed_accessors_reach_the_spec_and_create_status_on_demand() {
     );
     assert!(vpc.managed_status().is_none());
     vpc.managed_status_mut()
-        .set_condition(apis::common::Condition::available());
+        .set_condition(crossplane_types::Condition::available());
     vpc.for_provider_mut().cidr_block = Some("10.0.0.0/16".into());
     let json = serde_json::to_value(&vpc).unwrap();
     assert_eq!(json["status"]["conditions"][0]["reason"], "Available");
@@ -567,10 +573,10 @@ fn managed_accessors_reach_the_spec_and_create_status_on_demand() {
     );
     assert_eq!(
         Vpc::EXTERNAL_NAME_ORIGIN,
-        apis::ExternalNameOrigin::AssignedByCloud
+        crossplane_types::ExternalNameOrigin::AssignedByCloud
     );
     assert_eq!(
         DatabaseInstance::EXTERNAL_NAME_ORIGIN,
-        apis::ExternalNameOrigin::MetadataName
+        crossplane_types::ExternalNameOrigin::MetadataName
     );
 }

@@ -39,7 +39,7 @@ pub fn external_name<K: Resource>(object: &K) -> Option<String> {
         .meta()
         .annotations
         .as_ref()?
-        .get(apis::well_known::EXTERNAL_NAME_ANNOTATION)
+        .get(crossplane_types::well_known::EXTERNAL_NAME_ANNOTATION)
         .cloned()
 }
 

@@ -15,7 +15,7 @@ use fakecloud::model::{AuditEntry, AuditQuery};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::api::PostParams;
-use provider::metrics::Metrics;
+use runtime::metrics::Metrics;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;

@@ -14,7 +14,7 @@ use e2e::world::{World, WorldOptions, at_provider, external_name, is_ready, is_s
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams};
-use provider::metrics::Metrics;
+use runtime::metrics::Metrics;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing::field::{Field, Visit};
@@ -483,7 +483,7 @@ async fn a_flapping_crd_leaves_exactly_one_controller() -> anyhow::Result<()> {
     let gate_warnings: Vec<_> = logs
         .warnings_since(0)
         .into_iter()
-        .filter(|w| w.contains("provider::gate"))
+        .filter(|w| w.contains("runtime::gate"))
         .collect();
     assert_eq!(gate_warnings, Vec::<String>::new());
     world.shutdown().await;

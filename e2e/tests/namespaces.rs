@@ -193,7 +193,9 @@ async fn a_namespace_cannot_use_another_namespaces_config_or_secrets() -> anyhow
         .await?
         .items
         .into_iter()
-        .filter(|s| s.type_.as_deref() == Some(apis::well_known::CONNECTION_SECRET_TYPE))
+        .filter(|s| {
+            s.type_.as_deref() == Some(crossplane_types::well_known::CONNECTION_SECRET_TYPE)
+        })
         .collect();
     assert!(written.is_empty(), "{written:?}");
 

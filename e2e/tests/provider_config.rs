@@ -83,7 +83,7 @@ async fn a_provider_config_in_use_is_kept_until_its_last_user_is_gone() -> anyho
 async fn namespaced_configs_in_use_are_kept_until_their_last_user_is_gone() -> anyhow::Result<()> {
     use apis::kinds::provider_config::m;
     use apis::kinds::vpc::m::Vpc as NsVpc;
-    use apis::well_known::{PROVIDER_CONFIG_KIND_LABEL, PROVIDER_CONFIG_NAME_LABEL};
+    use crossplane_types::well_known::{PROVIDER_CONFIG_KIND_LABEL, PROVIDER_CONFIG_NAME_LABEL};
     use e2e::scope::{APP, NET};
     e2e::init_tracing();
     let world = World::start().await?;
@@ -124,9 +124,8 @@ async fn namespaced_configs_in_use_are_kept_until_their_last_user_is_gone() -> a
             .wait_for::<NsVpc>(name, "Ready", WAIT, is_ready)
             .await?;
     }
-    let users = |s: &Option<apis::kinds::provider_config::ProviderConfigStatus>| {
-        s.as_ref().and_then(|s| s.users)
-    };
+    let users =
+        |s: &Option<crossplane_types::ProviderConfigStatus>| s.as_ref().and_then(|s| s.users);
     world
         .wait_for::<m::ClusterProviderConfig>("default", "users = 2", WAIT, |c| {
             users(&c.status) == Some(2)

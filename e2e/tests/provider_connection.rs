@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use apis::kinds::DatabaseInstance;
-use apis::well_known::CONNECTION_SECRET_TYPE;
+use crossplane_types::well_known::CONNECTION_SECRET_TYPE;
 use e2e::scenarios::{Verdict, connection};
 use e2e::scope::{Legacy, Namespaced, Scope};
 use e2e::world::{NAMESPACE, World, condition, is_ready};
@@ -61,7 +61,7 @@ async fn a_namespaced_connection_secret_authenticates_and_survives_a_restart() -
 
 /// The story in scope `S`, the Secret in `namespace`.
 async fn publish_survive_and_collect<S: Scope>(namespace: &str) -> anyhow::Result<()> {
-    let label = provider::runtime::kind_label::<S::DatabaseInstance>();
+    let label = runtime::kind_label::<S::DatabaseInstance>();
     e2e::init_tracing();
     let mut world = World::start().await?;
     let objects = S::objects(&world.objects);

@@ -154,7 +154,7 @@ async fn unsupported_policy_set<S: Scope>() -> anyhow::Result<()> {
     // Only the VPCs' reconciles count: the ProviderConfig controllers
     // recount their users on their own schedule.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let kind = provider::runtime::kind_label::<S::Vpc>();
+    let kind = runtime::kind_label::<S::Vpc>();
     let vpc_reconciles = || {
         world
             .metrics

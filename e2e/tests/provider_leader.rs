@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use e2e::TestCluster;
-use provider::leader::Elector;
+use runtime::leader::Elector;
 
 #[tokio::test]
 async fn only_one_replica_leads_and_a_successor_takes_over_after_expiry() -> anyhow::Result<()> {

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use apis::well_known::EXTERNAL_NAME_ANNOTATION;
+use crossplane_types::well_known::EXTERNAL_NAME_ANNOTATION;
 use e2e::scenarios::{Verdict, observe};
 use e2e::scope::{Legacy, NET, Namespaced, Scope};
 use e2e::world::{World, condition};

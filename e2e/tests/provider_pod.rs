@@ -20,7 +20,7 @@ use e2e::{Backend, ClusterOptions};
 use fakecloud::client::{AdminClient, Client as CloudClient};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use provider::metrics::sum_samples;
+use runtime::metrics::sum_samples;
 use serde_json::json;
 
 const POD_NAME: &str = "provider-fakecloud-7d9f-x2k4q";

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use apis::kinds::Vpc;
-use apis::well_known::PAUSED_ANNOTATION;
+use crossplane_types::well_known::PAUSED_ANNOTATION;
 use e2e::scenarios::{Verdict, node_group};
 use e2e::scope::{Legacy, Namespaced, Scope};
 use e2e::world::{World, WorldOptions, condition, external_name, is_ready};

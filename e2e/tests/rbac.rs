@@ -41,7 +41,7 @@ type Permission = (String, String, String);
 const MANAGED: &str = "<managed>";
 
 fn managed_resources() -> BTreeSet<(String, String)> {
-    provider::kinds::gated()
+    provider::kinds::gated(Default::default())
         .iter()
         .filter(|g| !g.kind.contains("ProviderConfig"))
         .map(|g| {
@@ -516,7 +516,7 @@ async fn namespaced_lifecycle(world: &World) -> anyhow::Result<NamespacedResourc
     Api::<Secret>::namespaced(world.kube(), APP)
         .get(&format!("{db}-connection"))
         .await?;
-    let one_user = |s: &Option<apis::kinds::provider_config::ProviderConfigStatus>| {
+    let one_user = |s: &Option<crossplane_types::ProviderConfigStatus>| {
         s.as_ref().and_then(|s| s.users) == Some(1)
     };
     world

@@ -16,8 +16,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
-use apis::Managed;
 use apis::kinds::{DatabaseInstance, NodeGroup, Subnet, Vpc};
+use crossplane_types::Managed;
 use e2e::ClusterError;
 use e2e::TestCluster;
 use e2e::containers::{PROVIDER_IMAGE, build_images, ensure_images};

@@ -1,26 +1,29 @@
-//! A Crossplane provider for fakecloud.
+//! A Crossplane provider for fakecloud, on the generic [`runtime`]: this
+//! crate is the binary's configuration and wiring, plus what is fakecloud's
+//! own.
 //!
-//! - [`runtime`]: the generic managed-resource reconciler and what it needs.
 //! - [`kinds`]: the four thin per-kind clients (VPC, Subnet, NodeGroup,
-//!   DatabaseInstance) that map `forProvider` onto fakecloud calls.
-//! - [`gate`]: starts and stops each kind's controller as its CRD comes and
-//!   goes (late managed-resource activation).
-//! - [`policy`], [`plan`], [`fields`]: the reconciler's decisions as plain
-//!   functions, unit-tested without a cluster.
+//!   DatabaseInstance) that map `forProvider` onto fakecloud calls, and
+//!   the controllers the CRD gate may start.
+//! - [`cloud`]: how a ProviderConfig becomes a fakecloud client, and how
+//!   the runtime reads fakecloud's errors.
+//! - [`provider_config`]: the ProviderConfig controllers (usage counts and
+//!   the in-use finalizer).
+//! - [`config`]: the flags; [`serve`]: the health and metrics endpoints.
 
-pub mod activation;
+pub mod cloud;
 pub mod config;
-pub mod fields;
-pub mod gate;
+#[cfg(test)]
+mod flows;
 pub mod kinds;
-pub mod leader;
-pub mod metrics;
-pub mod plan;
-pub mod policy;
 pub mod provider_config;
-pub mod rate_limit;
-pub mod runtime;
 pub mod serve;
+
+/// The provider's name: the `source.component` of its Events.
+pub const PROVIDER_NAME: &str = "provider-fakecloud";
+
+/// The field manager of every server-side apply the provider makes.
+pub const FIELD_MANAGER: &str = "fakecloud-provider";
 
 use std::sync::Arc;
 
@@ -30,10 +33,10 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
 use crate::config::Config;
-use crate::gate::Gate;
-use crate::metrics::Metrics;
-use crate::runtime::cluster::Guard;
-use crate::runtime::{Context, KubeCluster, Settings};
+use runtime::cluster::Guard;
+use runtime::gate::Gate;
+use runtime::metrics::Metrics;
+use runtime::{Context, KubeCluster, Settings};
 
 /// Why the provider stopped with an error.
 #[derive(Debug, Error)]
@@ -48,7 +51,7 @@ pub enum RunError {
         source: std::io::Error,
     },
     #[error(transparent)]
-    Leader(#[from] leader::LeaderError),
+    Leader(#[from] runtime::leader::LeaderError),
 }
 
 /// Runs the provider until `shutdown` is cancelled: health and metrics
@@ -85,9 +88,12 @@ pub async fn run(
     let ctx = Arc::new(Context::new(
         Arc::new(KubeCluster::new(
             kube.clone(),
+            FIELD_MANAGER,
             Guard::new(config.kube_max_in_flight, config.kube_qps),
         )),
+        provider_config::types(),
         Settings {
+            provider_name: PROVIDER_NAME.to_owned(),
             poll_interval: config.poll_interval,
             pending_poll_interval: config.pending_poll_interval,
             management_policies_enabled: config.enable_management_policies,
@@ -96,11 +102,12 @@ pub async fn run(
         config.max_reconcile_rate,
     ));
 
-    let gate = Gate::new(ctx, kube.clone(), kinds::gated(), ready_tx);
+    let connect = Arc::new(cloud::FakecloudConnect::default());
+    let gate = Gate::new(ctx, kube.clone(), kinds::gated(connect), ready_tx);
     let result = if config.leader_election {
         let identity = std::env::var("POD_NAME")
             .unwrap_or_else(|_| format!("provider-{}", std::process::id()));
-        let elector = leader::Elector::new(
+        let elector = runtime::leader::Elector::new(
             kube,
             &config.lease_namespace(std::env::var("POD_NAMESPACE").ok()),
             "provider-fakecloud-leader",

@@ -40,7 +40,7 @@ async fn main() -> ExitCode {
     };
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
-    match provider::run(config, kube, provider::metrics::Metrics::new(), shutdown).await {
+    match provider::run(config, kube, runtime::metrics::Metrics::new(), shutdown).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!(%error, "provider failed");

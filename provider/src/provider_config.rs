@@ -9,10 +9,13 @@ use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apis::common::{ProviderConfigKey, ProviderConfigKind};
-use apis::kinds::provider_config::{self, ProviderConfigStatus, m};
-use apis::well_known::PROVIDER_CONFIG_IN_USE_FINALIZER;
+use apis::kinds::provider_config::{self, m};
+use apis::well_known::PROVIDER_CONFIG_LABEL;
+use crossplane_types::ProviderConfigStatus;
+use crossplane_types::well_known::PROVIDER_CONFIG_IN_USE_FINALIZER;
+use crossplane_types::{ProviderConfigKey, ProviderConfigKind};
 use futures::StreamExt;
+use kube::api::ApiResource;
 use kube::runtime::controller::Action;
 use kube::runtime::{Controller, watcher};
 use kube::{Api, Resource, ResourceExt};
@@ -20,9 +23,8 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use tracing::{Instrument, info, info_span, warn};
 
-use crate::gate::Shutdown;
-use crate::runtime::connect::{provider_config_object, usage_resource, usage_selector};
-use crate::runtime::{CONFLICT_RETRY, Context, Intent, kind_label};
+use runtime::gate::Shutdown;
+use runtime::{CONFLICT_RETRY, Context, Intent, ProviderConfigTypes, kind_label};
 
 /// A kind of ProviderConfig: which one it is, and its status.
 pub trait ConfigKind:
@@ -43,6 +45,18 @@ macro_rules! config_kind {
     };
 }
 
+/// This provider's kinds of ProviderConfig and usage, for the runtime.
+pub fn types() -> ProviderConfigTypes {
+    ProviderConfigTypes {
+        legacy: ApiResource::erase::<provider_config::ProviderConfig>(&()),
+        namespaced: ApiResource::erase::<m::ProviderConfig>(&()),
+        cluster: ApiResource::erase::<m::ClusterProviderConfig>(&()),
+        legacy_usage: ApiResource::erase::<provider_config::ProviderConfigUsage>(&()),
+        usage: ApiResource::erase::<m::ProviderConfigUsage>(&()),
+        legacy_usage_label: PROVIDER_CONFIG_LABEL,
+    }
+}
+
 config_kind!(provider_config::ProviderConfig, ProviderConfigKind::Legacy);
 config_kind!(m::ProviderConfig, ProviderConfigKind::Namespaced);
 config_kind!(m::ClusterProviderConfig, ProviderConfigKind::Cluster);
@@ -51,7 +65,7 @@ config_kind!(m::ClusterProviderConfig, ProviderConfigKind::Cluster);
 /// resources, which this controller does not watch (their CRDs may not
 /// exist), so it polls; a deleting ProviderConfig is checked more often.
 /// The count comes from a watch cache of the usages
-/// ([`crate::runtime::cluster::Cluster::count_watched`]), so a poll that
+/// ([`runtime::cluster::Cluster::count_watched`]), so a poll that
 /// finds the same count costs the API server nothing and can be frequent.
 const RECOUNT_INTERVAL: Duration = Duration::from_secs(10);
 const DELETING_RECHECK: Duration = Duration::from_secs(2);
@@ -117,7 +131,8 @@ async fn reconcile<P: ConfigKind>(
         namespace: config.namespace(),
         name: config.name_any(),
     };
-    let described = crate::runtime::connect::describe(&key);
+    let types = ctx.connector.types().clone();
+    let described = types.describe(&key);
     let span = info_span!("reconcile", kind = %kind, namespace = key.namespace.as_deref().unwrap_or(""), name = %key.name);
     let timer = std::time::Instant::now();
     async move {
@@ -129,11 +144,11 @@ async fn reconcile<P: ConfigKind>(
         // the cluster-scoped kinds, from anywhere.
         let users = ctx
             .cluster
-            .count_watched(&usage_resource(P::KIND), key.namespace.as_deref(), &usage_selector(&key))
+            .count_watched(types.usage_resource(P::KIND), key.namespace.as_deref(), &types.usage_selector(&key))
             .await
             .map_err(kube_error("count usages"))?
              as i64;
-        let at = provider_config_object(&key);
+        let at = types.object(&key);
 
         // Writes below go in sequence; each one bumps the resourceVersion
         // that the finalizer update is guarded by.

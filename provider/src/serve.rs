@@ -11,7 +11,7 @@ use axum::routing::get;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::metrics::Metrics;
+use runtime::metrics::Metrics;
 
 /// Serves `/healthz` (the process runs) and `/readyz` (the CRD gate has
 /// listed CRDs once, so controllers are where they should be).

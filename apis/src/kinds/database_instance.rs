@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::common::{ClusterScoped, ManagedStatus, Namespaced, Scope};
-use crate::rules::{immutable, never_shrinks, required_to_create};
+use crossplane_types::rules::{immutable, never_shrinks, required_to_create};
+use crossplane_types::{ClusterScoped, ManagedStatus, Namespaced, Scope};
 
 /// The database engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

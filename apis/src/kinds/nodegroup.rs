@@ -7,10 +7,10 @@ use kube::KubeSchema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::common::{ClusterScoped, ManagedStatus, Namespaced, Scope};
-use crate::rules::{
+use crossplane_types::rules::{
     immutable, min_not_above_max, required_to_create, required_to_create_or_referenced,
 };
+use crossplane_types::{ClusterScoped, ManagedStatus, Namespaced, Scope};
 
 /// How many nodes the group runs. Each size can be set on its own, so that
 /// `desiredSize` can live in `initProvider` while an autoscaler owns it.

@@ -8,48 +8,10 @@
 //! for one team; a `ClusterProviderConfig`, which the platform team
 //! provides to every namespace; and their usages.
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
-use crate::common::{ClusterScoped, Condition, ProviderConfigReference, Scope, TypedReference};
-use crate::rules::with_rule;
-
-/// Where the credentials come from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub enum CredentialsSource {
-    /// The API key is read from `secretRef`.
-    Secret,
-    /// No credentials: for a fakecloud that does not check API keys.
-    None,
-}
-
-/// The fakecloud API key to use. A namespaced ProviderConfig's Secret is in
-/// its own namespace (`S` is [`crate::common::Namespaced`]); the
-/// cluster-scoped ones name the Secret's namespace.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(transform = with_rule(kube::core::Rule::new("self.source != 'Secret' || has(self.secretRef)").message("secretRef is required when source is Secret")))]
-pub struct ProviderCredentials<S: Scope> {
-    /// `Secret` or `None`.
-    pub source: CredentialsSource,
-    /// The Secret key holding the API key; required when `source` is
-    /// `Secret`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub secret_ref: Option<S::SecretKeySelector>,
-}
-
-/// The observed state of a ProviderConfig.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ProviderConfigStatus {
-    /// How many managed resources use this ProviderConfig.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub users: Option<i64>,
-    /// Conditions of the ProviderConfig.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
-    pub conditions: Vec<Condition>,
-}
+use crossplane_types::{
+    ClusterScoped, ProviderConfigReference, ProviderConfigStatus, ProviderCredentials,
+    TypedReference,
+};
 
 /// Emits one ProviderConfig kind: its group, name, scope (`[namespaced]`
 /// or `[]`), description and the scope of its credentials Secret reference.
@@ -169,7 +131,7 @@ usage_kind!(
 /// `fakecloud.m.crossplane.io`.
 pub mod m {
     use super::{ProviderConfigStatus, ProviderCredentials};
-    use crate::common::{
+    use crossplane_types::{
         ClusterScoped, Namespaced, NamespacedProviderConfigReference, TypedReference,
     };
 

@@ -2,7 +2,7 @@
 //! namespaced one (Crossplane v2, in a `*.m.crossplane.io` group, in the
 //! kind module's `m` submodule) and the legacy cluster-scoped one (in the
 //! kind module itself). They share everything but the group, the scope and
-//! the types that depend on the scope ([`crate::common::Scope`]).
+//! the types that depend on the scope ([`crossplane_types::Scope`]).
 
 /// Emits both custom resources of a managed kind.
 ///
@@ -20,7 +20,7 @@ macro_rules! managed_resource {
         rules: [$($rule:expr),* $(,)?] $(,)?
     ) => {
         managed_resource!(@resource [] $kind, $root, $spec, $singular, $plural, $legacy_group, $legacy_doc,
-            $noun, $status, $crate::common::ResourceSpec, $legacy_for, $init, [$($rule),*]);
+            $noun, $status, ::crossplane_types::ResourceSpec, $legacy_for, $init, [$($rule),*]);
 
         /// The namespaced (Crossplane v2) form of the kind, in its
         /// `*.m.crossplane.io` group.
@@ -29,7 +29,7 @@ macro_rules! managed_resource {
             use super::*;
 
             managed_resource!(@resource [#[kube(namespaced)]] $kind, $root, $spec, $singular, $plural,
-                $group, $doc, $noun, $status, $crate::common::NamespacedResourceSpec, $for, $init,
+                $group, $doc, $noun, $status, ::crossplane_types::NamespacedResourceSpec, $for, $init,
                 [$($rule),*]);
         }
     };

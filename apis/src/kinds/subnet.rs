@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::common::{ClusterScoped, ManagedStatus, Namespaced, Scope};
-use crate::rules::{immutable, required_to_create, required_to_create_or_referenced};
+use crossplane_types::rules::{immutable, required_to_create, required_to_create_or_referenced};
+use crossplane_types::{ClusterScoped, ManagedStatus, Namespaced, Scope};
 
 /// The desired state of a Subnet (`spec.forProvider`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

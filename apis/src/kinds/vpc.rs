@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::common::ManagedStatus;
-use crate::rules::{immutable, required_to_create};
+use crossplane_types::ManagedStatus;
+use crossplane_types::rules::{immutable, required_to_create};
 
 /// Whether instances in the VPC run on shared or dedicated hardware.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

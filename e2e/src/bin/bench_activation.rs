@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use apis::kinds::Vpc;
 use clap::Parser;
 use e2e::world::{World, WorldOptions};
-use provider::metrics::Metrics;
+use runtime::metrics::Metrics;
 use serde_json::json;
 
 const VPC_CRD: &str = "network.fakecloud.crossplane.io_vpcs.yaml";

@@ -60,7 +60,7 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
-use provider::metrics::sum_samples;
+use runtime::metrics::sum_samples;
 use serde_json::{Value, json};
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use apis::well_known::CONNECTION_SECRET_TYPE;
+use crossplane_types::well_known::CONNECTION_SECRET_TYPE;
 use fakecloud::model::Credentials;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;

@@ -4,7 +4,7 @@
 //! Namespaced, the imported VPC can live in another team's namespace and the
 //! Subnet reference it across namespaces.
 
-use apis::well_known::EXTERNAL_NAME_ANNOTATION;
+use crossplane_types::well_known::EXTERNAL_NAME_ANNOTATION;
 use fakecloud::model::{CreateVpc, Kind};
 use serde_json::{Value, json};
 

@@ -13,16 +13,19 @@
 //! password that still works. Without `writeConnectionSecretToRef` there is
 //! no record, so a rotation is not detected.
 
-use apis::common::Scope;
 use apis::kinds::database_instance::DatabaseInstanceParameters;
+use crossplane_types::Scope;
 use rand::distr::{Alphanumeric, SampleString};
 use serde_json::{Map, Value};
 
+use fakecloud::client::Client;
 use fakecloud::model::DatabaseStatus;
 
 use super::{create_body, deleted, observed, with_name};
-use crate::runtime::error::ExternalError;
-use crate::runtime::{CloudKind, Created, Details, Readiness, Session};
+use runtime::ExternalError;
+use runtime::{CloudKind, Created, Details, Readiness, Session};
+
+use crate::cloud::{CloudFailure, FakecloudConnect};
 
 /// Generated passwords: 32 alphanumerics, inside fakecloud's 8..128 and
 /// free of its forbidden `/ " @`.
@@ -33,7 +36,7 @@ const PASSWORD_KEY: &str = "password";
 /// The password the user asks for in `masterPasswordSecretRef`, if any.
 async fn wanted_password<S: Scope>(
     db: &DatabaseInstanceParameters<S>,
-    session: &Session<'_>,
+    session: &Session<'_, Client>,
 ) -> Result<Option<String>, ExternalError> {
     match &db.master_password_secret_ref {
         Some(selector) => session.secret_value(selector).await.map(Some),
@@ -43,7 +46,7 @@ async fn wanted_password<S: Scope>(
 
 /// The password last applied to the cloud, as the connection Secret records
 /// it (a generated one included).
-fn applied_password(session: &Session<'_>) -> Option<String> {
+fn applied_password(session: &Session<'_, Client>) -> Option<String> {
     session.connection_data().get(PASSWORD_KEY).cloned()
 }
 
@@ -52,14 +55,14 @@ fn password_details(password: String) -> Details {
     Details::from([(PASSWORD_KEY.to_owned(), password)])
 }
 
-impl<S: Scope> CloudKind for DatabaseInstanceParameters<S> {
+impl<S: Scope> CloudKind<FakecloudConnect> for DatabaseInstanceParameters<S> {
     type Observation = fakecloud::model::DatabaseInstance;
 
     const STEERING_FIELDS: &'static [&'static str] = &["region", "masterPasswordSecretRef"];
 
     async fn observe(
         &self,
-        session: &Session<'_>,
+        session: &Session<'_, Client>,
         identifier: &str,
     ) -> Result<Option<Self::Observation>, ExternalError> {
         observed(
@@ -72,7 +75,10 @@ impl<S: Scope> CloudKind for DatabaseInstanceParameters<S> {
 
     /// A generated password, unless the user names one or an earlier,
     /// interrupted attempt already generated and kept it.
-    async fn details_before_create(&self, session: &Session<'_>) -> Result<Details, ExternalError> {
+    async fn details_before_create(
+        &self,
+        session: &Session<'_, Client>,
+    ) -> Result<Details, ExternalError> {
         if self.master_password_secret_ref.is_some() || applied_password(session).is_some() {
             return Ok(Details::new());
         }
@@ -84,7 +90,7 @@ impl<S: Scope> CloudKind for DatabaseInstanceParameters<S> {
 
     async fn create(
         &self,
-        session: &Session<'_>,
+        session: &Session<'_, Client>,
         name: Option<&str>,
         desired: Value,
         idempotency_key: &str,
@@ -104,7 +110,8 @@ impl<S: Scope> CloudKind for DatabaseInstanceParameters<S> {
         let created = session
             .cloud
             .create_database_instance(&self.region, &body, Some(idempotency_key))
-            .await?;
+            .await
+            .map_err(CloudFailure)?;
         Ok(Created {
             external_name: created.resource.identifier,
             connection_details: wanted.map(password_details).unwrap_or_default(),
@@ -113,7 +120,7 @@ impl<S: Scope> CloudKind for DatabaseInstanceParameters<S> {
 
     async fn update(
         &self,
-        session: &Session<'_>,
+        session: &Session<'_, Client>,
         identifier: &str,
         patch: Map<String, Value>,
     ) -> Result<Details, ExternalError> {
@@ -124,7 +131,8 @@ impl<S: Scope> CloudKind for DatabaseInstanceParameters<S> {
         session
             .cloud
             .patch_database_instance(&self.region, identifier, &patch, None)
-            .await?;
+            .await
+            .map_err(CloudFailure)?;
         // Recorded only now, by the runtime: had the cloud refused it, the
         // connection Secret would still hold the password that works.
         Ok(rotated.map(password_details).unwrap_or_default())
@@ -133,7 +141,7 @@ impl<S: Scope> CloudKind for DatabaseInstanceParameters<S> {
     /// A new password in `masterPasswordSecretRef` (see the module doc).
     async fn write_only_drift(
         &self,
-        session: &Session<'_>,
+        session: &Session<'_, Client>,
     ) -> Result<Map<String, Value>, ExternalError> {
         let mut drift = Map::new();
         if let (Some(wanted), Some(applied)) = (
@@ -146,7 +154,11 @@ impl<S: Scope> CloudKind for DatabaseInstanceParameters<S> {
         Ok(drift)
     }
 
-    async fn delete(&self, session: &Session<'_>, identifier: &str) -> Result<(), ExternalError> {
+    async fn delete(
+        &self,
+        session: &Session<'_, Client>,
+        identifier: &str,
+    ) -> Result<(), ExternalError> {
         deleted(
             session
                 .cloud
@@ -169,7 +181,7 @@ impl<S: Scope> CloudKind for DatabaseInstanceParameters<S> {
     /// `apis::connection::DATABASE_INSTANCE` documents in the MRD.
     async fn connection_details(
         &self,
-        session: &Session<'_>,
+        session: &Session<'_, Client>,
         observed: &Self::Observation,
     ) -> Result<Details, ExternalError> {
         let mut details = Details::from([

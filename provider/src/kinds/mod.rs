@@ -8,29 +8,29 @@ mod node_group;
 use std::sync::Arc;
 
 use fakecloud::client::{ClientError, Versioned};
+use runtime::gate::{Gated, Shutdown, Starter};
+use runtime::{Context, ExternalError, ManagedKind, run_controller};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::gate::{Gated, Shutdown};
+use crate::cloud::{CloudFailure, FakecloudConnect};
 use crate::provider_config::ConfigKind;
-use crate::runtime::error::ExternalError;
-use crate::runtime::{Context, ManagedKind, run_controller};
 
 /// Every controller the CRD gate may start, keyed by CRD: the four managed
-/// kinds in both scopes (the namespaced ones first: Crossplane v2's), and
-/// the three ProviderConfig kinds.
-pub fn gated() -> Vec<Gated> {
+/// kinds in both scopes (the namespaced ones first: Crossplane v2's), which
+/// connect through `connect`, and the three ProviderConfig kinds.
+pub fn gated(connect: Arc<FakecloudConnect>) -> Vec<Gated> {
     use apis::kinds::provider_config::{self, m};
     use apis::kinds::{database_instance, nodegroup, subnet, vpc};
     vec![
-        managed::<vpc::m::Vpc>(),
-        managed::<subnet::m::Subnet>(),
-        managed::<nodegroup::m::NodeGroup>(),
-        managed::<database_instance::m::DatabaseInstance>(),
-        managed::<vpc::Vpc>(),
-        managed::<subnet::Subnet>(),
-        managed::<nodegroup::NodeGroup>(),
-        managed::<database_instance::DatabaseInstance>(),
+        managed::<vpc::m::Vpc>(&connect),
+        managed::<subnet::m::Subnet>(&connect),
+        managed::<nodegroup::m::NodeGroup>(&connect),
+        managed::<database_instance::m::DatabaseInstance>(&connect),
+        managed::<vpc::Vpc>(&connect),
+        managed::<subnet::Subnet>(&connect),
+        managed::<nodegroup::NodeGroup>(&connect),
+        managed::<database_instance::DatabaseInstance>(&connect),
         config::<m::ProviderConfig>(),
         config::<m::ClusterProviderConfig>(),
         config::<provider_config::ProviderConfig>(),
@@ -38,33 +38,34 @@ pub fn gated() -> Vec<Gated> {
 }
 
 /// The gate entry of a kind, keyed by its CRD's name.
-fn entry<K: kube::Resource<DynamicType = ()>>(start: crate::gate::Starter) -> Gated {
+fn entry<K: kube::Resource<DynamicType = ()>>(start: Starter) -> Gated {
     // Once per kind at start-up: labels that live as long as the process.
     let crd_name = format!("{}.{}", K::plural(&()), K::group(&()));
     Gated {
         crd_name: crd_name.leak(),
         version: "v1alpha1",
-        kind: crate::runtime::kind_label::<K>().leak(),
+        kind: runtime::kind_label::<K>().leak(),
         start,
     }
 }
 
 /// The gate entry of a managed kind: its controller is the generic one.
-fn managed<K: ManagedKind>() -> Gated {
-    entry::<K>(
-        |ctx: Arc<Context>, kube: kube::Client, shutdown: Shutdown| {
-            Box::pin(run_controller::<K>(ctx, kube, shutdown))
+fn managed<K: ManagedKind<FakecloudConnect>>(connect: &Arc<FakecloudConnect>) -> Gated {
+    let connect = connect.clone();
+    entry::<K>(Arc::new(
+        move |ctx: Arc<Context>, kube: kube::Client, shutdown: Shutdown| {
+            Box::pin(run_controller::<K, _>(ctx, connect.clone(), kube, shutdown))
         },
-    )
+    ))
 }
 
 /// The gate entry of a ProviderConfig kind.
 fn config<P: ConfigKind>() -> Gated {
-    entry::<P>(
+    entry::<P>(Arc::new(
         |ctx: Arc<Context>, kube: kube::Client, shutdown: Shutdown| {
             Box::pin(crate::provider_config::run::<P>(ctx, kube, shutdown))
         },
-    )
+    ))
 }
 
 /// An observation from a `get_*` call: the resource, or `None` when the
@@ -73,7 +74,7 @@ fn observed<T>(result: Result<Versioned<T>, ClientError>) -> Result<Option<T>, E
     match result {
         Ok(found) => Ok(Some(found.resource)),
         Err(error) if error.is_not_found() => Ok(None),
-        Err(error) => Err(error.into()),
+        Err(error) => Err(CloudFailure(error).into()),
     }
 }
 
@@ -92,7 +93,7 @@ fn create_body<T: DeserializeOwned>(desired: Value) -> Result<T, ExternalError> 
 /// deleted, so a retried delete after a lost response is not an error.
 fn deleted(result: Result<(), ClientError>) -> Result<(), ExternalError> {
     match result {
-        Err(error) if !error.is_not_found() => Err(error.into()),
+        Err(error) if !error.is_not_found() => Err(CloudFailure(error).into()),
         _ => Ok(()),
     }
 }

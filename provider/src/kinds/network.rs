@@ -4,14 +4,17 @@
 //! `vpcIdRef` or `vpcIdSelector`, which the runtime resolves to the
 //! referenced VPC's `status.atProvider.id` before any of this runs.
 
+use fakecloud::client::Client;
 use fakecloud::model::NetworkState;
 use serde_json::{Map, Value};
 
 use super::{create_body, deleted, observed};
-use crate::runtime::error::ExternalError;
-use apis::common::Scope;
+use crossplane_types::Scope;
+use runtime::ExternalError;
 
-use crate::runtime::{CloudKind, Created, Details, Readiness, Session};
+use runtime::{CloudKind, Created, Details, Readiness, Session};
+
+use crate::cloud::{CloudFailure, FakecloudConnect};
 
 /// Readiness of the network kinds: `pending` -> `available`.
 fn network_readiness(state: NetworkState) -> Readiness {
@@ -26,14 +29,14 @@ fn network_readiness(state: NetworkState) -> Readiness {
 /// than a generic impl because fakecloud's client names a method per kind.
 macro_rules! network_kind {
     ([$($generics:tt)*] $params:ty, $model:ty, $get:ident, $create:ident, $patch:ident, $delete:ident) => {
-        impl<$($generics)*> CloudKind for $params {
+        impl<$($generics)*> CloudKind<FakecloudConnect> for $params {
             type Observation = $model;
 
             const STEERING_FIELDS: &'static [&'static str] = &["region"];
 
             async fn observe(
                 &self,
-                session: &Session<'_>,
+                session: &Session<'_, Client>,
                 id: &str,
             ) -> Result<Option<Self::Observation>, ExternalError> {
                 observed(session.cloud.$get(&self.region, id).await)
@@ -41,7 +44,7 @@ macro_rules! network_kind {
 
             async fn create(
                 &self,
-                session: &Session<'_>,
+                session: &Session<'_, Client>,
                 _: Option<&str>,
                 desired: Value,
                 idempotency_key: &str,
@@ -50,24 +53,26 @@ macro_rules! network_kind {
                 let created = session
                     .cloud
                     .$create(&self.region, &body, Some(idempotency_key))
-                    .await?;
+                    .await
+                    .map_err(CloudFailure)?;
                 Ok(Created::named(created.resource.id))
             }
 
             async fn update(
                 &self,
-                session: &Session<'_>,
+                session: &Session<'_, Client>,
                 id: &str,
                 patch: Map<String, Value>,
             ) -> Result<Details, ExternalError> {
                 session
                     .cloud
                     .$patch(&self.region, id, &patch, None)
-                    .await?;
+                    .await
+                    .map_err(CloudFailure)?;
                 Ok(Details::new())
             }
 
-            async fn delete(&self, session: &Session<'_>, id: &str) -> Result<(), ExternalError> {
+            async fn delete(&self, session: &Session<'_, Client>, id: &str) -> Result<(), ExternalError> {
                 deleted(
                     session
                         .cloud

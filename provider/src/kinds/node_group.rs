@@ -2,24 +2,27 @@
 //! `metadata.name`); `region` and `clusterName` locate it; `subnetIds` may
 //! come from references.
 
-use apis::common::Scope;
 use apis::kinds::nodegroup::NodeGroupParameters;
+use crossplane_types::Scope;
 use serde_json::{Map, Value};
 
+use fakecloud::client::Client;
 use fakecloud::model::NodeGroupStatus;
 
 use super::{create_body, deleted, observed, with_name};
-use crate::runtime::error::ExternalError;
-use crate::runtime::{CloudKind, Created, Details, Readiness, Session};
+use runtime::ExternalError;
+use runtime::{CloudKind, Created, Details, Readiness, Session};
 
-impl<S: Scope> CloudKind for NodeGroupParameters<S> {
+use crate::cloud::{CloudFailure, FakecloudConnect};
+
+impl<S: Scope> CloudKind<FakecloudConnect> for NodeGroupParameters<S> {
     type Observation = fakecloud::model::NodeGroup;
 
     const STEERING_FIELDS: &'static [&'static str] = &["region", "clusterName"];
 
     async fn observe(
         &self,
-        session: &Session<'_>,
+        session: &Session<'_, Client>,
         name: &str,
     ) -> Result<Option<Self::Observation>, ExternalError> {
         observed(
@@ -32,7 +35,7 @@ impl<S: Scope> CloudKind for NodeGroupParameters<S> {
 
     async fn create(
         &self,
-        session: &Session<'_>,
+        session: &Session<'_, Client>,
         name: Option<&str>,
         desired: Value,
         idempotency_key: &str,
@@ -46,24 +49,26 @@ impl<S: Scope> CloudKind for NodeGroupParameters<S> {
                 &body,
                 Some(idempotency_key),
             )
-            .await?;
+            .await
+            .map_err(CloudFailure)?;
         Ok(Created::named(created.resource.name))
     }
 
     async fn update(
         &self,
-        session: &Session<'_>,
+        session: &Session<'_, Client>,
         name: &str,
         patch: Map<String, Value>,
     ) -> Result<Details, ExternalError> {
         session
             .cloud
             .patch_node_group(&self.region, &self.cluster_name, name, &patch, None)
-            .await?;
+            .await
+            .map_err(CloudFailure)?;
         Ok(Details::new())
     }
 
-    async fn delete(&self, session: &Session<'_>, name: &str) -> Result<(), ExternalError> {
+    async fn delete(&self, session: &Session<'_, Client>, name: &str) -> Result<(), ExternalError> {
         deleted(
             session
                 .cloud

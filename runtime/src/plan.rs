@@ -1,7 +1,7 @@
 //! The reconciler's decisions, apart from I/O: given what the managed
 //! resource asks for and what the cloud reported, what happens next.
 //!
-//! The shell in [`crate::runtime`] gathers the facts, calls these
+//! The shell in [`crate::reconcile`] gathers the facts, calls these
 //! functions and carries out the answer; everything here is unit-tested
 //! without a cluster or a cloud.
 
@@ -368,7 +368,7 @@ mod tests {
         assert_ne!(second, idempotency_key(uid, at(101)));
         // Another managed resource never shares a key.
         assert_ne!(first, idempotency_key("another-uid", None));
-        // fakecloud accepts 1-255 visible ASCII characters.
+        // Cloud APIs commonly take 1-255 visible ASCII characters.
         assert!(second.len() <= 255 && second.bytes().all(|b| b.is_ascii_graphic()));
     }
 

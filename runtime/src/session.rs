@@ -1,5 +1,6 @@
-//! What a kind's cloud calls can reach during one reconcile: the fakecloud
-//! client of the resource's ProviderConfig, Secrets it reads as input, and
+//! What a kind's cloud calls can reach during one reconcile: the cloud
+//! client of the resource's ProviderConfig (the provider's [`crate::Connect`]
+//! made it), Secrets it reads as input, and
 //! what the resource's connection Secret holds.
 //!
 //! The connection Secret itself belongs to the runtime: it reads it once per
@@ -8,19 +9,20 @@
 
 use std::collections::BTreeMap;
 
-use apis::common::{LocateSecretKey, SecretKeyLocation};
+use crossplane_types::{LocateSecretKey, SecretKeyLocation};
 use k8s_openapi::api::core::v1::Secret;
 use prometheus_client::metrics::counter::Counter;
 
-use super::cluster::{Cluster, ObjectKey, typed};
-use super::connection::ConnectionSecret;
-use super::error::{ConnectionError, ExternalError};
+use crate::cluster::{Cluster, ObjectKey, typed};
+use crate::connection::ConnectionSecret;
+use crate::error::{ConnectionError, ExternalError};
 
 /// Connection details as the Secret's `data` holds them, decoded.
 pub type Details = BTreeMap<String, String>;
 
-pub struct Session<'a> {
-    pub cloud: fakecloud::client::Client,
+pub struct Session<'a, C> {
+    /// The cloud client, of the type the provider's [`crate::Connect`] makes.
+    pub cloud: C,
     cluster: &'a dyn Cluster,
     /// The managed resource's namespace (`None` when cluster-scoped): where
     /// a namespaced resource's Secret inputs are.
@@ -32,11 +34,11 @@ pub struct Session<'a> {
     secret_writes: Counter,
 }
 
-impl<'a> Session<'a> {
+impl<'a, C> Session<'a, C> {
     /// Reads the connection Secret (when the resource has one) once, for
     /// every step of this reconcile.
-    pub(super) async fn open(
-        cloud: fakecloud::client::Client,
+    pub(crate) async fn open(
+        cloud: C,
         cluster: &'a dyn Cluster,
         namespace: Option<String>,
         connection: Option<ConnectionSecret>,
@@ -72,7 +74,7 @@ impl<'a> Session<'a> {
     }
 
     /// Publishes the full set of connection details, writing only on change.
-    pub(super) async fn publish(&mut self, desired: Details) -> Result<(), ConnectionError> {
+    pub(crate) async fn publish(&mut self, desired: Details) -> Result<(), ConnectionError> {
         let Some(connection) = &self.connection else {
             return Ok(());
         };
@@ -87,7 +89,7 @@ impl<'a> Session<'a> {
     }
 
     /// Adds `details` to the Secret, when the resource has one.
-    pub(super) async fn record(&mut self, details: Details) -> Result<(), ConnectionError> {
+    pub(crate) async fn record(&mut self, details: Details) -> Result<(), ConnectionError> {
         let mut desired = self.connection_data.clone();
         desired.extend(details);
         self.publish(desired).await
@@ -96,7 +98,7 @@ impl<'a> Session<'a> {
     /// Adds `details` that must not be lost (a generated password, before
     /// the create that uses it): without a connection Secret they could not
     /// be kept, so that is an error naming the field to set.
-    pub(super) async fn keep(&mut self, details: Details) -> Result<(), ConnectionError> {
+    pub(crate) async fn keep(&mut self, details: Details) -> Result<(), ConnectionError> {
         if self.connection.is_none() && !details.is_empty() {
             return Err(ConnectionError::Unkept {
                 keys: details.into_keys().collect::<Vec<_>>().join(", "),

@@ -8,36 +8,38 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use apis::ExternalNameOrigin;
-use apis::common::condition::{ConditionStatus, TYPE_READY, TYPE_SYNCED};
-use apis::common::{CommonSpec, Condition, ManagedStatus, Scope};
-use apis::well_known::{
+use crossplane_types::ExternalNameOrigin;
+use crossplane_types::condition::{ConditionStatus, TYPE_READY, TYPE_SYNCED};
+use crossplane_types::well_known::{
     EXTERNAL_CREATE_FAILED_ANNOTATION, EXTERNAL_CREATE_PENDING_ANNOTATION,
     EXTERNAL_CREATE_SUCCEEDED_ANNOTATION, EXTERNAL_NAME_ANNOTATION, MANAGED_RESOURCE_FINALIZER,
     PAUSED_ANNOTATION,
 };
+use crossplane_types::{CommonSpec, Condition, Managed, ManagedStatus, Scope};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
 use serde_json::{Map, Value, json};
 use tracing::{Instrument, field, info, info_span, warn};
 
-use super::backoff::Intent;
-use super::cluster::{ObjectKey, typed};
-use super::connection::ConnectionSecret;
-use super::echo::Lag;
-use super::error::ReconcileError;
-use super::kind::{CloudKind, Created, ManagedKind, Observation, Readiness, non_cloud_fields};
-use super::references::Resolver;
-use super::session::Session;
-use super::{CATCH_UP_LIMIT, CONFLICT_RETRY, Context, ControllerContext, EventType, kind_label};
+use crate::backoff::Intent;
+use crate::cluster::{ObjectKey, typed};
+use crate::connect::Connect;
+use crate::connection::ConnectionSecret;
+use crate::controller::{CATCH_UP_LIMIT, CONFLICT_RETRY, Context, ControllerContext, kind_label};
+use crate::echo::Lag;
+use crate::error::{CreateFailure, ReconcileError};
+use crate::events::EventType;
 use crate::fields::{late_initialize, merge_init_under, without_keys};
+use crate::kind::{CloudKind, Created, ManagedKind, Observation, Readiness, non_cloud_fields};
 use crate::plan::{
     self, CreateMarks, DeleteStep, Observed, RecordCreated, Step, delete_step, idempotency_key,
     live_step,
 };
 use crate::policy::{self, Mode, orphans_on_delete};
 use crate::rate_limit::{Admission, Lane, Wake};
+use crate::references::Resolver;
+use crate::session::Session;
 
 /// The status as JSON-backed generic data, so one code path serves all kinds.
 type Status = ManagedStatus<Value>;
@@ -49,13 +51,16 @@ type Status = ManagedStatus<Value>;
 pub enum Never {}
 
 /// Entry point for kube's `Controller::run`.
-pub async fn reconcile<K: ManagedKind>(
+pub async fn reconcile<K: ManagedKind<C>, C: Connect>(
     mr: Arc<K>,
-    controller: Arc<ControllerContext<K>>,
+    controller: Arc<ControllerContext<K, C>>,
 ) -> Result<Action, Never> {
     let wake = || controller.wake(&*mr);
     Ok(
-        match reconcile_once(&*mr, &controller.ctx, wake).await.next {
+        match reconcile_once(&*mr, &controller.ctx, &*controller.connect, wake)
+            .await
+            .next
+        {
             Next::After(wait) => Action::requeue(wait),
             Next::Change => Action::await_change(),
         },
@@ -82,12 +87,15 @@ pub struct Outcome {
     pub result: &'static str,
 }
 
-/// One reconcile of `mr`, the copy the caller holds. If the rate cap has
-/// no slot for it now, it ends at once and `wake` makes what starts the
-/// object's next reconcile when the slot comes.
-pub async fn reconcile_once<K: ManagedKind>(
+/// One reconcile of `mr`, the copy the caller holds, connecting to its
+/// cloud through `connect`. If the rate cap has no slot for it now, it ends
+/// at once and `wake` makes what starts the object's next reconcile when
+/// the slot comes. The controller calls this; tests of a kind call it
+/// directly, on a [`crate::cluster::memory::MemoryCluster`].
+pub async fn reconcile_once<K: ManagedKind<C>, C: Connect>(
     mr: &K,
     ctx: &Context,
+    connect: &C,
     wake: impl FnOnce() -> Wake,
 ) -> Outcome {
     let key = mr.uid().unwrap_or_default();
@@ -148,7 +156,7 @@ pub async fn reconcile_once<K: ManagedKind>(
     Box::pin(
         async move {
             let timer = std::time::Instant::now();
-            let mut run = Run::new(mr.clone(), ctx);
+            let mut run = Run::new(mr.clone(), ctx, connect);
             let result = run.steps().await;
             let (mut action, mut outcome) = match result {
                 Ok(action) => {
@@ -196,8 +204,9 @@ pub async fn reconcile_once<K: ManagedKind>(
 }
 
 /// The state of one reconcile of one managed resource.
-struct Run<'a, K: ManagedKind> {
+struct Run<'a, K: ManagedKind<C>, C: Connect> {
     ctx: &'a Context,
+    connect: &'a C,
     mr: K,
     kind: String,
     /// The status as read, to skip a write that would change nothing.
@@ -211,8 +220,8 @@ struct Run<'a, K: ManagedKind> {
     json: OnceLock<Value>,
 }
 
-impl<'a, K: ManagedKind> Run<'a, K> {
-    fn new(mr: K, ctx: &'a Context) -> Self {
+impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
+    fn new(mr: K, ctx: &'a Context, connect: &'a C) -> Self {
         let json = serde_json::to_value(&mr).unwrap_or_default();
         let original: Status = json
             .get("status")
@@ -221,6 +230,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             .unwrap_or_default();
         Self {
             ctx,
+            connect,
             kind: kind_label::<K>(),
             status: original.clone(),
             original,
@@ -343,7 +353,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
                 name: external_name.unwrap_or_default(),
             });
         }
-        let observed = observed_of::<K>(seen.as_ref());
+        let observed = observed_of::<K, C>(seen.as_ref());
         if self.create_marks().settled_by(&observed) {
             // The interrupted create made the resource we just saw.
             info!("external resource of an unrecorded create found; recording it");
@@ -364,7 +374,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
 
         self.ensure_finalizer().await?;
 
-        let desired = without_keys(&self.spec_json("forProvider"), &non_cloud_fields::<K>());
+        let desired = without_keys(&self.spec_json("forProvider"), &non_cloud_fields::<K, C>());
         let write_only = match &observed {
             Observed::Exists {
                 deleting: false, ..
@@ -430,7 +440,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
             (false, Some(name)) => {
                 let session = self.connect().await?;
                 let seen = self.observe(&session, Some(name)).await?;
-                (Some(session), observed_of::<K>(seen.as_ref()))
+                (Some(session), observed_of::<K, C>(seen.as_ref()))
             }
         };
         match (delete_step(orphan, &observed), session) {
@@ -468,14 +478,14 @@ impl<'a, K: ManagedKind> Run<'a, K> {
 
     async fn create(
         &mut self,
-        session: &mut Session<'_>,
+        session: &mut Session<'_, C::Client>,
         external_name: Option<&str>,
     ) -> Result<Next, ReconcileError> {
         let merged = merge_init_under(
             &self.spec_json("forProvider"),
             &self.spec_json("initProvider"),
         );
-        let desired = without_keys(&merged, &non_cloud_fields::<K>());
+        let desired = without_keys(&merged, &non_cloud_fields::<K, C>());
         let key = idempotency_key(
             &self.mr.uid().unwrap_or_default(),
             self.create_marks().succeeded,
@@ -534,21 +544,21 @@ impl<'a, K: ManagedKind> Run<'a, K> {
                 Ok(Next::After(self.ctx.settings.pending_poll_interval))
             }
             Err(error) => {
-                // The cloud refused the create outright (4xx): the claimed
-                // name was not made by this resource, so the claim goes.
+                // The cloud refused the create outright: the claimed name
+                // was not made by this resource, so the claim goes.
                 // Without an answer the create may have happened: the claim
                 // stays, and the next attempt's idempotency key settles it.
-                let refused = error.status().is_some_and(|s| (400..500).contains(&s))
-                    && error.code() != Some(IDEMPOTENT_PARAMETER_MISMATCH);
+                let failure = error.create_failure();
+                let refused = matches!(failure, CreateFailure::Refused | CreateFailure::NameTaken);
                 let mut failed = vec![(EXTERNAL_CREATE_FAILED_ANNOTATION, Some(now()))];
                 if claiming.is_some() && refused {
                     failed.push((EXTERNAL_NAME_ANNOTATION, None));
                 }
                 self.annotate(&failed).await?;
-                if error.code() == Some(IDEMPOTENT_PARAMETER_MISMATCH) {
+                if failure == CreateFailure::KeyReused {
                     return Err(ReconcileError::CreateIncomplete { key });
                 }
-                if let (Some(name), Some(409)) = (claiming, error.status()) {
+                if let (Some(name), CreateFailure::NameTaken) = (claiming, failure) {
                     return Err(ReconcileError::ExternalNameTaken {
                         kind: K::kind(&()).into_owned(),
                         name,
@@ -650,7 +660,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
         Ok(())
     }
 
-    async fn connect(&self) -> Result<Session<'a>, ReconcileError> {
+    async fn connect(&self) -> Result<Session<'a, C::Client>, ReconcileError> {
         let connection = self
             .mr
             .resource_spec()
@@ -659,7 +669,11 @@ impl<'a, K: ManagedKind> Run<'a, K> {
                 target,
                 owner: self.owner_ref(),
             });
-        let cloud = self.ctx.connector.connect(&self.mr, &self.kind).await?;
+        let cloud = self
+            .ctx
+            .connector
+            .connect(&self.mr, &self.kind, self.connect)
+            .await?;
         Ok(Session::open(
             cloud,
             &*self.ctx.cluster,
@@ -672,9 +686,9 @@ impl<'a, K: ManagedKind> Run<'a, K> {
 
     async fn observe(
         &self,
-        session: &Session<'_>,
+        session: &Session<'_, C::Client>,
         external_name: Option<&str>,
-    ) -> Result<Option<Observation<K>>, ReconcileError> {
+    ) -> Result<Option<Observation<K, C>>, ReconcileError> {
         let Some(name) = external_name else {
             return Ok(None);
         };
@@ -809,7 +823,7 @@ impl<'a, K: ManagedKind> Run<'a, K> {
     }
 
     /// Remembers a version this reconcile wrote, so its echo through the
-    /// watch is not reconciled again (see [`super::echo`]).
+    /// watch is not reconciled again (see [`crate::echo`]).
     fn remember_write(&self, resource_version: Option<&str>) {
         if let (Some(uid), Some(version)) = (self.mr.uid(), resource_version) {
             self.ctx.own_writes.handled(&uid, version);
@@ -920,18 +934,18 @@ fn annotations_patch(annotations: &[(&str, Option<String>)]) -> Value {
 /// The kind's typed observation as the plain data the decisions in
 /// [`crate::plan`] work on: `status.atProvider` JSON and whether the cloud
 /// is deleting it.
-fn observed_of<K: ManagedKind>(seen: Option<&Observation<K>>) -> Observed {
+fn observed_of<K: ManagedKind<C>, C: Connect>(seen: Option<&Observation<K, C>>) -> Observed {
     match seen {
         None => Observed::Missing,
         Some(seen) => Observed::Exists {
             deleting: K::ForProvider::readiness(seen) == Readiness::Deleting,
-            at_provider: serde_json::to_value(seen).expect("fakecloud's models serialize"),
+            at_provider: serde_json::to_value(seen).expect("the cloud's models serialize"),
         },
     }
 }
 
 /// The parts of a resource that, when the user changes them, end a backoff.
-fn intent_of<K: ManagedKind>(mr: &K) -> Intent {
+fn intent_of<K: Managed>(mr: &K) -> Intent {
     let annotation = |key| mr.annotations().get(key).cloned();
     Intent {
         generation: mr.meta().generation,
@@ -945,25 +959,39 @@ fn intent_of<K: ManagedKind>(mr: &K) -> Intent {
 /// resource (Ready and Synced at its current generation, not being
 /// deleted) is a poll; anything else is work. Read from the object, since
 /// the controller does not say why it reconciles.
-pub(super) fn lane_of<K: ManagedKind>(mr: &K) -> Lane {
-    let generation = mr.meta().generation;
-    let settled = mr.meta().deletion_timestamp.is_none()
-        && mr.managed_status().is_some_and(|status| {
-            [TYPE_READY, TYPE_SYNCED].iter().all(|type_| {
-                status.condition(type_).is_some_and(|c| {
-                    c.status == ConditionStatus::True && c.observed_generation == generation
-                })
-            })
-        });
-    if settled { Lane::Poll } else { Lane::Work }
+pub(crate) fn lane_of<K: Managed>(mr: &K) -> Lane {
+    let conditions = mr
+        .managed_status()
+        .map(|status| status.conditions.as_slice())
+        .unwrap_or_default();
+    lane_for(
+        mr.meta().generation,
+        mr.meta().deletion_timestamp.is_some(),
+        conditions,
+    )
+}
+
+/// The lane of a resource at `generation` with these `conditions`: only a
+/// settled one (not deleting, `Ready` and `Synced` true for this
+/// generation) waits in the poll lane.
+fn lane_for(generation: Option<i64>, deleting: bool, conditions: &[Condition]) -> Lane {
+    let holds = |type_: &str| {
+        conditions.iter().any(|c| {
+            c.type_ == type_
+                && c.status == ConditionStatus::True
+                && c.observed_generation == generation
+        })
+    };
+    if !deleting && holds(TYPE_READY) && holds(TYPE_SYNCED) {
+        Lane::Poll
+    } else {
+        Lane::Work
+    }
 }
 
 /// Attempts at recording a create's result before leaving it to the next
 /// reconcile (client-go's `retry.DefaultRetry` makes five too).
 const RECORD_ATTEMPTS: u32 = 5;
-
-/// fakecloud's answer to an idempotency key sent again with another body.
-const IDEMPOTENT_PARAMETER_MISMATCH: &str = "IdempotentParameterMismatch";
 
 fn now() -> String {
     jiff::Timestamp::now().to_string()
@@ -979,60 +1007,43 @@ fn jittered(interval: Duration) -> Duration {
 mod tests {
     use super::*;
 
-    fn vpc(
-        generation: i64,
-        ready: &str,
-        synced: &str,
-        observed: i64,
-        deleting: bool,
-    ) -> apis::kinds::Vpc {
-        let mut meta = json!({ "name": "a", "generation": generation });
-        if deleting {
-            meta["deletionTimestamp"] = json!("2026-11-23T00:00:00Z");
-            meta["finalizers"] = json!(["finalizer.managedresource.crossplane.io"]);
-        }
+    fn conditions(ready: &str, synced: &str, observed: i64) -> Vec<Condition> {
         let condition = |type_: &str, status: &str| {
-            json!({ "type": type_, "status": status, "reason": "R",
-                    "lastTransitionTime": "2026-11-23T00:00:00Z", "observedGeneration": observed })
+            serde_json::from_value(json!({
+                "type": type_, "status": status, "reason": "R",
+                "lastTransitionTime": "2026-11-23T00:00:00Z", "observedGeneration": observed,
+            }))
+            .expect("a valid condition")
         };
-        serde_json::from_value(json!({
-            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
-            "metadata": meta,
-            "spec": { "forProvider": { "region": "us-east-1" } },
-            "status": { "conditions": [condition("Ready", ready), condition("Synced", synced)] },
-        }))
-        .expect("a valid VPC")
+        vec![condition("Ready", ready), condition("Synced", synced)]
     }
 
     #[test]
     fn only_a_settled_resource_waits_in_the_poll_lane() {
-        assert_eq!(lane_of(&vpc(2, "True", "True", 2, false)), Lane::Poll);
+        let lane = |generation, deleting, conditions: Vec<Condition>| {
+            lane_for(Some(generation), deleting, &conditions)
+        };
+        assert_eq!(lane(2, false, conditions("True", "True", 2)), Lane::Poll);
         assert_eq!(
-            lane_of(&vpc(3, "True", "True", 2, false)),
+            lane(3, false, conditions("True", "True", 2)),
             Lane::Work,
             "an edit not yet observed"
         );
         assert_eq!(
-            lane_of(&vpc(2, "False", "True", 2, false)),
+            lane(2, false, conditions("False", "True", 2)),
             Lane::Work,
             "not Ready"
         );
         assert_eq!(
-            lane_of(&vpc(2, "True", "False", 2, false)),
+            lane(2, false, conditions("True", "False", 2)),
             Lane::Work,
             "failing"
         );
         assert_eq!(
-            lane_of(&vpc(2, "True", "True", 2, true)),
+            lane(2, true, conditions("True", "True", 2)),
             Lane::Work,
             "deleting"
         );
-        let new: apis::kinds::Vpc = serde_json::from_value(json!({
-            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
-            "metadata": { "name": "b", "generation": 1 },
-            "spec": { "forProvider": { "region": "us-east-1" } },
-        }))
-        .expect("a valid VPC");
-        assert_eq!(lane_of(&new), Lane::Work, "new");
+        assert_eq!(lane(1, false, Vec::new()), Lane::Work, "new");
     }
 }

@@ -1,4 +1,7 @@
-//! An in-memory [`Cluster`] for the unit tests of the reconciler's flows.
+//! An in-memory [`Cluster`] for the tests of the reconciler's flows: the
+//! runtime's own, and a provider's tests of its kinds, which run the real
+//! reconciler ([`crate::reconcile::reconcile_once`]) on it without an API
+//! server.
 //!
 //! It keeps the API server's rules that those flows depend on, and no more:
 //! every write bumps `resourceVersion`, and a `resourceVersion` in a write is

@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::condition::{Condition, set_condition};
+use crate::condition::{Condition, set_condition};
 
 /// The observed state of the managed resource: its conditions and everything
 /// the cloud reports about the external resource.

@@ -1,6 +1,6 @@
 //! Resolution of cross-resource references (`*Ref`, `*Refs`, `*Selector`)
 //! into `forProvider` values, driven by each kind's
-//! [`apis::Managed::REFERENCES`] table, so no kind writes resolution code.
+//! [`crossplane_types::Managed::REFERENCES`] table, so no kind writes resolution code.
 //!
 //! Values come from the referenced objects (`status.atProvider.id`).
 //! Observe-only resources resolve like any other: their `atProvider` is
@@ -12,14 +12,14 @@
 //! Both parse as the namespaced shape, whose `namespace` a legacy
 //! reference never has.
 
-use apis::ReferenceField;
-use apis::common::{NamespacedReference, NamespacedSelector, ReferencePolicy};
+use crossplane_types::ReferenceField;
+use crossplane_types::{NamespacedReference, NamespacedSelector, ReferencePolicy};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{ApiResource, GroupVersionKind};
 use serde_json::Value;
 
-use super::cluster::{Cluster, ObjectKey};
-use super::error::ReferenceError;
+use crate::cluster::{Cluster, ObjectKey};
+use crate::error::ReferenceError;
 
 /// Resolves references on behalf of one managed resource.
 pub struct Resolver<'a> {

@@ -21,12 +21,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::ObjectMeta;
 use serde_json::json;
 
-use super::cluster::{Cluster, ObjectKey};
+use crate::cluster::{Cluster, ObjectKey};
 
 /// Where Events about cluster-scoped objects go.
 const EVENT_NAMESPACE: &str = "default";
-/// `source.component` of every Event the provider writes.
-const COMPONENT: &str = "provider-fakecloud";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EventType {
@@ -43,14 +41,17 @@ type Identity = (String, EventType, String, String);
 
 pub struct Recorder {
     cluster: Arc<dyn Cluster>,
+    /// `source.component` of every Event written: the provider's name.
+    component: String,
     /// The Event written for each identity, and its count.
     written: Mutex<HashMap<Identity, (String, i32)>>,
 }
 
 impl Recorder {
-    pub fn new(cluster: Arc<dyn Cluster>) -> Self {
+    pub fn new(cluster: Arc<dyn Cluster>, component: &str) -> Self {
         Self {
             cluster,
+            component: component.to_owned(),
             written: Mutex::new(HashMap::new()),
         }
     }
@@ -112,10 +113,10 @@ impl Recorder {
             first_timestamp: Some(now.clone()),
             last_timestamp: Some(now),
             source: Some(EventSource {
-                component: Some(COMPONENT.to_owned()),
+                component: Some(self.component.clone()),
                 host: None,
             }),
-            reporting_component: Some(COMPONENT.to_owned()),
+            reporting_component: Some(self.component.clone()),
             ..Event::default()
         };
         let mut body = serde_json::to_value(&event).map_err(kube::Error::SerdeError)?;

@@ -15,14 +15,14 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::policy::{DeletionPolicy, ManagementAction};
-use super::reference::{
+use crate::policy::{DeletionPolicy, ManagementAction};
+use crate::reference::{
     NamespacedProviderConfigReference, NamespacedReference, NamespacedSelector, Reference, Selector,
 };
-use super::secret::{
+use crate::secret::{
     LocalSecretKeySelector, LocalSecretReference, SecretKeySelector, SecretReference,
 };
-use super::spec::{NamespacedResourceSpec, ResourceSpec};
+use crate::spec::{NamespacedResourceSpec, ResourceSpec};
 
 /// What every scope-dependent spec type is: plain data with a schema.
 pub trait SpecType:
@@ -91,13 +91,14 @@ impl Scope for Namespaced {
 /// Which kind of ProviderConfig a managed resource uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ProviderConfigKind {
-    /// `fakecloud.crossplane.io` `ProviderConfig` (cluster-scoped), used by
+    /// The legacy `ProviderConfig` (cluster-scoped, in the provider's own
+    /// group), used by
     /// the legacy kinds.
     Legacy,
-    /// `fakecloud.m.crossplane.io` `ProviderConfig`, in the managed
+    /// The `ProviderConfig` of the provider's `.m.` group, in the managed
     /// resource's own namespace.
     Namespaced,
-    /// `fakecloud.m.crossplane.io` `ClusterProviderConfig`.
+    /// The `ClusterProviderConfig` of the provider's `.m.` group.
     Cluster,
 }
 
@@ -218,10 +219,10 @@ impl CommonSpec for NamespacedResourceSpec {
     fn provider_config(&self, namespace: Option<&str>) -> ProviderConfigKey {
         let NamespacedProviderConfigReference { kind, name } = &self.provider_config_ref;
         let kind = match kind {
-            super::reference::ProviderConfigRefKind::ProviderConfig => {
+            crate::reference::ProviderConfigRefKind::ProviderConfig => {
                 ProviderConfigKind::Namespaced
             }
-            super::reference::ProviderConfigRefKind::ClusterProviderConfig => {
+            crate::reference::ProviderConfigRefKind::ClusterProviderConfig => {
                 ProviderConfigKind::Cluster
             }
         };

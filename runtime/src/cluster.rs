@@ -32,10 +32,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::task::AbortHandle;
 
-use super::FIELD_MANAGER;
-
 mod guard;
-#[cfg(test)]
 pub mod memory;
 
 pub use guard::Guard;
@@ -147,6 +144,8 @@ pub fn typed<T: DeserializeOwned>(value: Value) -> Result<T, kube::Error> {
 #[derive(Clone)]
 pub struct KubeCluster {
     client: kube::Client,
+    /// The field manager of every server-side apply (the provider's name).
+    field_manager: String,
     caches: Arc<Caches>,
     guard: Arc<Guard>,
 }
@@ -206,9 +205,12 @@ impl Drop for Caches {
 
 impl KubeCluster {
     /// Requests go through `guard`'s limits (see [`Guard`]).
-    pub fn new(client: kube::Client, guard: Guard) -> Self {
+    /// A cluster on `client`'s API server whose applies are made as
+    /// `field_manager`, with requests paced by `guard`.
+    pub fn new(client: kube::Client, field_manager: &str, guard: Guard) -> Self {
         Self {
             client,
+            field_manager: field_manager.to_owned(),
             caches: Arc::default(),
             guard: Arc::new(guard),
         }
@@ -388,7 +390,7 @@ impl Cluster for KubeCluster {
         status: bool,
     ) -> BoxFuture<'a, Result<Value, kube::Error>> {
         Box::pin(async move {
-            let params = PatchParams::apply(FIELD_MANAGER).force();
+            let params = PatchParams::apply(&self.field_manager).force();
             let api = self.api(key);
             let applied = if status {
                 self.guard
@@ -426,7 +428,7 @@ mod tests {
     #[test]
     fn a_selector_matches_only_labels_with_every_pair() {
         let labels: std::collections::BTreeMap<String, String> = [
-            ("fakecloud.crossplane.io/provider-config", "default"),
+            ("example.crossplane.io/provider-config", "default"),
             ("team", "net"),
         ]
         .into_iter()
@@ -435,28 +437,28 @@ mod tests {
         assert!(selector_matches(&labels, ""));
         assert!(selector_matches(
             &labels,
-            "fakecloud.crossplane.io/provider-config=default"
+            "example.crossplane.io/provider-config=default"
         ));
         assert!(selector_matches(
             &labels,
-            "team=net,fakecloud.crossplane.io/provider-config=default"
+            "team=net,example.crossplane.io/provider-config=default"
         ));
         assert!(!selector_matches(&labels, "team=db"));
         assert!(!selector_matches(&labels, "team=net,missing=x"));
         assert!(!selector_matches(
             &labels,
-            "fakecloud.crossplane.io/provider-config=defaul"
+            "example.crossplane.io/provider-config=defaul"
         ));
     }
 
     #[test]
     fn a_counting_cache_keeps_identity_and_labels_alone() {
         let mut usage: DynamicObject = serde_json::from_value(serde_json::json!({
-            "apiVersion": "fakecloud.crossplane.io/v1alpha1",
+            "apiVersion": "example.crossplane.io/v1alpha1",
             "kind": "ProviderConfigUsage",
             "metadata": {
                 "name": "u1", "uid": "abc", "resourceVersion": "7",
-                "labels": { "fakecloud.crossplane.io/provider-config": "default" },
+                "labels": { "example.crossplane.io/provider-config": "default" },
                 "annotations": { "note": "x" },
                 "ownerReferences": [{ "apiVersion": "v1", "kind": "ConfigMap",
                                       "name": "o", "uid": "u" }],
@@ -471,13 +473,13 @@ mod tests {
             kept["metadata"],
             serde_json::json!({
                 "name": "u1", "uid": "abc", "resourceVersion": "7",
-                "labels": { "fakecloud.crossplane.io/provider-config": "default" },
+                "labels": { "example.crossplane.io/provider-config": "default" },
             })
         );
         assert!(kept.get("resourceRef").is_none(), "{kept}");
         assert!(selector_matches(
             usage.labels(),
-            "fakecloud.crossplane.io/provider-config=default"
+            "example.crossplane.io/provider-config=default"
         ));
     }
 }

@@ -107,7 +107,7 @@ impl Metrics {
         );
         registry.register(
             "cloud_calls",
-            "Calls to fakecloud by kind, operation and HTTP status",
+            "Calls to the cloud by kind, operation and HTTP status",
             cloud_calls.clone(),
         );
         registry.register(

@@ -1,5 +1,5 @@
 //! The reconciler's flows, without a cluster: the generic reconciler runs on
-//! the in-memory [`Cluster`](super::cluster::memory::MemoryCluster) against
+//! the in-memory [`Cluster`](runtime::cluster::memory::MemoryCluster) against
 //! a real fakecloud served in-process (HTTP on loopback, SQLite in memory),
 //! and every test counts what fakecloud holds. The e2e suite runs the same
 //! flows on a real API server; these pin down each step's writes and
@@ -8,10 +8,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use apis::common::condition::{TYPE_READY, TYPE_SYNCED};
 use apis::kinds::provider_config::{ProviderConfig, ProviderConfigUsage};
 use apis::kinds::{DatabaseInstance, Vpc};
-use apis::well_known::{
+use crossplane_types::condition::{TYPE_READY, TYPE_SYNCED};
+use crossplane_types::well_known::{
     EXTERNAL_CREATE_FAILED_ANNOTATION, EXTERNAL_CREATE_PENDING_ANNOTATION,
     EXTERNAL_CREATE_SUCCEEDED_ANNOTATION, EXTERNAL_NAME_ANNOTATION, MANAGED_RESOURCE_FINALIZER,
 };
@@ -21,13 +21,15 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use serde_json::{Value, json};
 
-use super::cluster::ObjectKey;
-use super::cluster::memory::MemoryCluster;
-use super::reconcile::{Next, Outcome, reconcile_once};
-use super::{CATCH_UP_LIMIT, CONFLICT_RETRY, Context, ManagedKind, Settings};
-use crate::metrics::Metrics;
-use crate::plan::idempotency_key;
-use crate::rate_limit::Wake;
+use runtime::cluster::ObjectKey;
+use runtime::cluster::memory::MemoryCluster;
+use runtime::metrics::Metrics;
+use runtime::reconcile::{Next, Outcome, reconcile_once};
+use runtime::{CATCH_UP_LIMIT, CONFLICT_RETRY, Context, ManagedKind, Settings};
+
+use crate::cloud::FakecloudConnect;
+use runtime::plan::idempotency_key;
+use runtime::rate_limit::Wake;
 
 const REGION: &str = "us-east-1";
 const PENDING_POLL: Duration = Duration::from_millis(500);
@@ -38,6 +40,7 @@ const PENDING_POLL: Duration = Duration::from_millis(500);
 struct Fixture {
     cluster: Arc<MemoryCluster>,
     ctx: Context,
+    connect: FakecloudConnect,
     cloud: fakecloud::RunningServer,
     admin: AdminClient,
     client: Client,
@@ -72,6 +75,7 @@ impl Fixture {
             client: Client::new(cloud.base_url(), cloud.api_key()),
             cluster,
             ctx,
+            connect: FakecloudConnect::default(),
             cloud,
         }
     }
@@ -87,27 +91,27 @@ impl Fixture {
     }
 
     /// The managed resource as the API server holds it now.
-    fn current<K: ManagedKind>(&self, name: &str) -> Option<K> {
+    fn current<K: ManagedKind<FakecloudConnect>>(&self, name: &str) -> Option<K> {
         self.current_at(&key::<K>(name))
     }
 
     /// The managed resource at `at` (of any scope) as the API server holds
     /// it now.
-    fn current_at<K: ManagedKind>(&self, at: &ObjectKey) -> Option<K> {
+    fn current_at<K: ManagedKind<FakecloudConnect>>(&self, at: &ObjectKey) -> Option<K> {
         self.cluster
             .object(at)
             .map(|o| serde_json::from_value(o).unwrap())
     }
 
     /// One reconcile of the current copy.
-    async fn reconcile<K: ManagedKind>(&self, name: &str) -> Outcome {
+    async fn reconcile<K: ManagedKind<FakecloudConnect>>(&self, name: &str) -> Outcome {
         self.reconcile_at::<K>(&key::<K>(name)).await
     }
 
     /// One reconcile of the current copy of the resource at `at`.
-    async fn reconcile_at<K: ManagedKind>(&self, at: &ObjectKey) -> Outcome {
+    async fn reconcile_at<K: ManagedKind<FakecloudConnect>>(&self, at: &ObjectKey) -> Outcome {
         let mr: K = self.current_at(at).expect("the managed resource exists");
-        reconcile_once(&mr, &self.ctx, never_deferred).await
+        reconcile_once(&mr, &self.ctx, &self.connect, never_deferred).await
     }
 
     /// How many resources of `kind` fakecloud holds.
@@ -115,7 +119,11 @@ impl Fixture {
         self.admin.resources(Some(kind), None).await.unwrap().len()
     }
 
-    fn annotation<K: ManagedKind>(&self, name: &str, annotation: &str) -> Option<String> {
+    fn annotation<K: ManagedKind<FakecloudConnect>>(
+        &self,
+        name: &str,
+        annotation: &str,
+    ) -> Option<String> {
         self.cluster
             .object(&key::<K>(name))?
             .pointer(&format!(
@@ -127,7 +135,11 @@ impl Fixture {
     }
 
     /// `(status, message)` of a condition of the current copy.
-    fn condition<K: ManagedKind>(&self, name: &str, type_: &str) -> Option<(String, String)> {
+    fn condition<K: ManagedKind<FakecloudConnect>>(
+        &self,
+        name: &str,
+        type_: &str,
+    ) -> Option<(String, String)> {
         self.condition_at(&key::<K>(name), type_)
     }
 
@@ -187,7 +199,9 @@ impl Fixture {
 fn context(cluster: &Arc<MemoryCluster>) -> Context {
     Context::new(
         cluster.clone(),
+        crate::provider_config::types(),
         Settings {
+            provider_name: crate::PROVIDER_NAME.to_owned(),
             poll_interval: Duration::from_secs(60),
             pending_poll_interval: PENDING_POLL,
             management_policies_enabled: true,
@@ -203,7 +217,7 @@ fn never_deferred() -> Wake {
     panic!("a flow reached the reconcile-rate cap")
 }
 
-fn key<K: ManagedKind>(name: &str) -> ObjectKey {
+fn key<K: ManagedKind<FakecloudConnect>>(name: &str) -> ObjectKey {
     ObjectKey::of::<K>(None, name)
 }
 
@@ -274,7 +288,7 @@ async fn a_reconcile_from_a_stale_copy_creates_nothing_and_retries_quietly() {
     // Another replica, with its own cache, reconciles the stale copy: its
     // guarded create-pending is refused (409), and it creates nothing.
     let replica = context(&f.cluster);
-    let outcome = reconcile_once(&stale, &replica, never_deferred).await;
+    let outcome = reconcile_once(&stale, &replica, &f.connect, never_deferred).await;
     assert_eq!(outcome.result, "conflict");
     assert_eq!(outcome.next, Next::After(CONFLICT_RETRY));
     assert_eq!(f.cloud_count(Kind::Vpc).await, 1, "no second VPC");
@@ -290,7 +304,7 @@ async fn a_reconcile_from_a_stale_copy_creates_nothing_and_retries_quietly() {
     let writes = f.cluster.writes();
     // It waits for the watch to deliver the newer copy rather than
     // polling for it.
-    let outcome = reconcile_once(&stale, &f.ctx, never_deferred).await;
+    let outcome = reconcile_once(&stale, &f.ctx, &f.connect, never_deferred).await;
     assert_eq!(outcome.result, "conflict");
     assert_eq!(outcome.next, Next::After(CATCH_UP_LIMIT));
     assert_eq!(f.cluster.writes(), writes);
@@ -681,7 +695,7 @@ fn secret(key: &str, value: &str) -> Value {
 async fn a_namespaced_database_keeps_to_its_namespace() {
     use apis::kinds::database_instance::m::DatabaseInstance;
     use apis::kinds::provider_config::m;
-    use apis::well_known::{PROVIDER_CONFIG_KIND_LABEL, PROVIDER_CONFIG_NAME_LABEL};
+    use crossplane_types::well_known::{PROVIDER_CONFIG_KIND_LABEL, PROVIDER_CONFIG_NAME_LABEL};
     let f = Fixture::new().await;
     team_config(&f, "app");
     f.cluster.insert(

@@ -7,10 +7,12 @@
 
 use std::future::Future;
 
+use crossplane_types::Managed;
 use serde_json::{Map, Value};
 
-use super::error::ExternalError;
-use super::session::{Details, Session};
+use crate::connect::Connect;
+use crate::error::ExternalError;
+use crate::session::{Details, Session};
 
 /// The cloud's readiness of an observed resource, mapped onto `Ready`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,17 +43,21 @@ impl Created {
     }
 }
 
-/// A managed-resource kind the generic reconciler can run, in either scope:
-/// an [`apis::Managed`] resource whose `forProvider` type knows its cloud
-/// calls ([`CloudKind`]).
-pub trait ManagedKind: apis::Managed<ForProvider: CloudKind> {}
+/// A managed-resource kind the generic reconciler can run, in either scope,
+/// for the provider whose [`Connect`] is `C`: a
+/// [`crossplane_types::Managed`] resource whose `forProvider` type knows
+/// its cloud calls ([`CloudKind`]).
+pub trait ManagedKind<C: Connect>: Managed<ForProvider: CloudKind<C>> {}
 
-impl<K: apis::Managed<ForProvider: CloudKind>> ManagedKind for K {}
+impl<C: Connect, K: Managed<ForProvider: CloudKind<C>>> ManagedKind<C> for K {}
 
 /// What the cloud reports of a kind `K`.
-pub type Observation<K> = <<K as apis::Managed>::ForProvider as CloudKind>::Observation;
+pub type Observation<K, C> = <<K as Managed>::ForProvider as CloudKind<C>>::Observation;
 
-/// The cloud side of a kind, implemented on its `forProvider` type: the
+/// The cloud side of a kind, implemented on its `forProvider` type for the
+/// provider whose [`Connect`] is `C` (which also lets a provider implement
+/// it on types of its API crate: the type parameter is the provider's own
+/// type, so the orphan rule allows the impl). The
 /// calls read nothing of the resource but its desired state and the
 /// [`Session`], so one implementation serves the namespaced and the
 /// cluster-scoped resource alike (the scope only changes where the session
@@ -62,26 +68,26 @@ pub type Observation<K> = <<K as apis::Managed>::ForProvider as CloudKind>::Obse
 /// Secret's only reader and writer.
 ///
 /// The type facts (spec fields, external-name origin, references,
-/// connection-detail keys) come from [`apis::Managed`]; this trait adds the
+/// connection-detail keys) come from [`crossplane_types::Managed`]; this trait adds the
 /// cloud calls.
-pub trait CloudKind: Sized {
-    /// The cloud's own model of the resource (a fakecloud wire type): what
+pub trait CloudKind<C: Connect>: Sized {
+    /// The cloud's own model of the resource (its client's wire type): what
     /// observe returns and what readiness and connection details read, so a
-    /// renamed field or state in fakecloud's model fails to compile here
-    /// instead of silently breaking readiness. Serialized, it becomes
+    /// renamed field or state in the cloud's model fails to compile in the
+    /// kind instead of silently breaking readiness. Serialized, it becomes
     /// `status.atProvider`.
     type Observation: serde::Serialize + Send + Sync;
 
     /// Top-level `forProvider` keys that locate the resource or feed a call
     /// (region, cluster, secret references) rather than describe it: never
     /// sent in a body, never compared as drift. Reference and selector
-    /// fields are added from [`apis::Managed::REFERENCES`].
+    /// fields are added from [`crossplane_types::Managed::REFERENCES`].
     const STEERING_FIELDS: &'static [&'static str];
 
     /// Reads the external resource; `None` when the cloud does not know it.
     fn observe(
         &self,
-        session: &Session<'_>,
+        session: &Session<'_, C::Client>,
         external_name: &str,
     ) -> impl Future<Output = Result<Option<Self::Observation>, ExternalError>> + Send;
 
@@ -92,7 +98,7 @@ pub trait CloudKind: Sized {
     /// loses or changes them.
     fn details_before_create(
         &self,
-        _session: &Session<'_>,
+        _session: &Session<'_, C::Client>,
     ) -> impl Future<Output = Result<Details, ExternalError>> + Send {
         async { Ok(Details::new()) }
     }
@@ -105,7 +111,7 @@ pub trait CloudKind: Sized {
     /// [`crate::plan::idempotency_key`]).
     fn create(
         &self,
-        session: &Session<'_>,
+        session: &Session<'_, C::Client>,
         external_name: Option<&str>,
         desired: Value,
         idempotency_key: &str,
@@ -116,14 +122,14 @@ pub trait CloudKind: Sized {
     /// the runtime records only because the cloud accepted them.
     fn update(
         &self,
-        session: &Session<'_>,
+        session: &Session<'_, C::Client>,
         external_name: &str,
         patch: Map<String, Value>,
     ) -> impl Future<Output = Result<Details, ExternalError>> + Send;
 
     fn delete(
         &self,
-        session: &Session<'_>,
+        session: &Session<'_, C::Client>,
         external_name: &str,
     ) -> impl Future<Output = Result<(), ExternalError>> + Send;
 
@@ -134,7 +140,7 @@ pub trait CloudKind: Sized {
     /// `Update` and the resource exists; merged into the update patch.
     fn write_only_drift(
         &self,
-        _session: &Session<'_>,
+        _session: &Session<'_, C::Client>,
     ) -> impl Future<Output = Result<Map<String, Value>, ExternalError>> + Send {
         async { Ok(Map::new()) }
     }
@@ -149,7 +155,7 @@ pub trait CloudKind: Sized {
     /// survives.
     fn connection_details(
         &self,
-        _session: &Session<'_>,
+        _session: &Session<'_, C::Client>,
         _observed: &Self::Observation,
     ) -> impl Future<Output = Result<Details, ExternalError>> + Send {
         async { Ok(Details::new()) }
@@ -158,8 +164,8 @@ pub trait CloudKind: Sized {
 
 /// Every top-level `forProvider` key of `K` that is not part of the cloud
 /// resource: its steering fields plus its reference and selector fields.
-pub fn non_cloud_fields<K: ManagedKind>() -> Vec<&'static str> {
-    let mut fields = K::ForProvider::STEERING_FIELDS.to_vec();
+pub fn non_cloud_fields<K: ManagedKind<C>, C: Connect>() -> Vec<&'static str> {
+    let mut fields = <K::ForProvider as CloudKind<C>>::STEERING_FIELDS.to_vec();
     for reference in K::REFERENCES {
         fields.push(reference.reference_field);
         fields.push(reference.selector_field);

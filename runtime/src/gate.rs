@@ -26,19 +26,24 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
+use crate::controller::Context;
 use crate::metrics::KindLabels;
-use crate::runtime::Context;
 
 /// Starts a kind's controller, watching through the client given; it must
-/// return once `shutdown` resolves.
-pub type Starter =
-    fn(Arc<Context>, kube::Client, Shutdown) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+/// return once `shutdown` resolves. A closure, so that it can hold what the
+/// kind's controller needs besides the [`Context`] (the provider's
+/// [`crate::Connect`]).
+pub type Starter = Arc<
+    dyn Fn(Arc<Context>, kube::Client, Shutdown) -> Pin<Box<dyn Future<Output = ()> + Send>>
+        + Send
+        + Sync,
+>;
 
 /// A future that resolves when the controller must stop.
 pub type Shutdown = Pin<Box<dyn Future<Output = ()> + Send + Sync>>;
 
 /// One kind the gate can start: which CRD and version switch it on.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Gated {
     /// `<plural>.<group>`, the CRD's name.
     pub crd_name: &'static str,
@@ -143,7 +148,7 @@ impl Gate {
             .kinds
             .iter()
             .find(|k| k.crd_name == crd.name_any())
-            .copied()
+            .cloned()
         else {
             return;
         };
@@ -233,9 +238,9 @@ mod tests {
         serde_json::from_value(json!({
             "apiVersion": "apiextensions.k8s.io/v1",
             "kind": "CustomResourceDefinition",
-            "metadata": { "name": "vpcs.network.fakecloud.crossplane.io" },
+            "metadata": { "name": "vpcs.network.example.crossplane.io" },
             "spec": {
-                "group": "network.fakecloud.crossplane.io",
+                "group": "network.example.crossplane.io",
                 "names": { "kind": "VPC", "plural": "vpcs" },
                 "scope": "Cluster",
                 "versions": [{ "name": "v1alpha1", "served": served, "storage": true,

@@ -1,20 +1,5 @@
-//! The generic managed-resource runtime: one reconciler for every kind,
-//! plus what it needs around it (connection to the cloud, references,
-//! connection Secrets, backoff). Kinds plug in through [`ManagedKind`].
-
-mod backoff;
-pub mod cluster;
-pub(crate) mod connect;
-mod connection;
-mod echo;
-pub mod error;
-mod events;
-#[cfg(test)]
-mod flows;
-mod kind;
-mod reconcile;
-mod references;
-mod session;
+//! One kind's controller: its watch, its queue and the [`Context`] every
+//! reconcile shares.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -26,19 +11,17 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, WatchStreamExt, reflector, watcher};
 use kube::{Api, ResourceExt};
 
-pub use backoff::{Backoff, Intent};
-pub use cluster::{Cluster, KubeCluster};
-pub use connect::Connector;
-pub use events::{EventType, Recorder};
-pub use kind::{CloudKind, Created, ManagedKind, Readiness};
-pub use session::{Details, Session};
-
+use crate::activation::Activations;
+use crate::backoff::Backoff;
+use crate::cluster::Cluster;
+use crate::connect::{Connect, Connector, ProviderConfigTypes};
+use crate::echo;
+use crate::error::ExternalError;
+use crate::events::Recorder;
+use crate::kind::ManagedKind;
 use crate::metrics::Metrics;
 use crate::rate_limit::{LaneLimiter, Wake};
-use error::ExternalError;
-
-/// The field manager of every server-side apply the provider makes.
-pub const FIELD_MANAGER: &str = "fakecloud-provider";
+use crate::reconcile;
 
 /// Where `kubectl apply` keeps the last object it applied.
 const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -69,6 +52,8 @@ pub fn kind_label<K: kube::Resource<DynamicType = ()>>() -> String {
 /// Settings the reconciler reads on every run.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// The provider's name: the `source.component` of its Events.
+    pub provider_name: String,
     pub poll_interval: Duration,
     pub pending_poll_interval: Duration,
     pub management_policies_enabled: bool,
@@ -85,34 +70,37 @@ pub struct Context {
     pub connector: Connector,
     pub recorder: Recorder,
     pub backoff: Backoff,
-    pub activations: crate::activation::Activations,
+    pub activations: Activations,
     /// Versions this process wrote, whose watch events are dropped.
     pub own_writes: echo::OwnWrites,
 }
 
 impl Context {
+    /// The context of a provider whose ProviderConfig and usage kinds are
+    /// `provider_configs`.
     pub fn new(
         cluster: Arc<dyn Cluster>,
+        provider_configs: ProviderConfigTypes,
         settings: Settings,
         metrics: Metrics,
         max_reconcile_rate: u32,
     ) -> Self {
         Self {
-            connector: Connector::new(cluster.clone(), metrics.clone()),
-            recorder: Recorder::new(cluster.clone()),
+            connector: Connector::new(cluster.clone(), provider_configs, metrics.clone()),
+            recorder: Recorder::new(cluster.clone(), &settings.provider_name),
             cluster,
             settings,
             limiter: LaneLimiter::new(max_reconcile_rate, &metrics),
             metrics,
             backoff: Backoff::default(),
-            activations: crate::activation::Activations::default(),
+            activations: Activations::default(),
             own_writes: echo::OwnWrites::default(),
         }
     }
 
     /// Runs one call of a kind to the cloud, counting it by operation and
     /// outcome.
-    async fn call<T>(
+    pub(crate) async fn call<T>(
         &self,
         kind: &str,
         operation: &str,
@@ -132,16 +120,18 @@ impl Context {
 }
 
 /// What the reconciles of one kind's controller share: the process's
-/// [`Context`], and the trigger that starts an object's reconcile when
-/// the rate cap's slot for it comes ([`crate::rate_limit::LaneLimiter`]).
-pub struct ControllerContext<K: ManagedKind> {
-    ctx: Arc<Context>,
+/// [`Context`], the provider's [`Connect`] for the kind's client, and the
+/// trigger that starts an object's reconcile when the rate cap's slot for
+/// it comes ([`crate::rate_limit::LaneLimiter`]).
+pub struct ControllerContext<K: ManagedKind<C>, C: Connect> {
+    pub(crate) ctx: Arc<Context>,
+    pub(crate) connect: Arc<C>,
     trigger: UnboundedSender<ObjectRef<K>>,
 }
 
-impl<K: ManagedKind> ControllerContext<K> {
+impl<K: ManagedKind<C>, C: Connect> ControllerContext<K, C> {
     /// The wake of `mr`: a send of its reference to the controller.
-    fn wake(&self, mr: &K) -> Wake {
+    pub(crate) fn wake(&self, mr: &K) -> Wake {
         let (trigger, target) = (self.trigger.clone(), ObjectRef::from_obj(mr));
         Box::new(move || {
             // An error means the controller has stopped: nothing to wake.
@@ -150,15 +140,17 @@ impl<K: ManagedKind> ControllerContext<K> {
     }
 }
 
-/// Runs the controller of kind `K`, watching through `kube`, until
-/// `shutdown` resolves; in-flight reconciles finish first.
+/// Runs the controller of kind `K`, watching through `kube` and connecting
+/// through `connect`, until `shutdown` resolves; in-flight reconciles
+/// finish first.
 ///
 /// The watch keeps no `managedFields` and no `kubectl apply` copy of the
 /// object (the reconciler reads neither, and they are most of an object's
 /// size: the copy repeats the whole spec), and drops the echoes of this
 /// process's own writes, except the one a reconcile waits for ([`echo`]).
-pub async fn run_controller<K: ManagedKind>(
+pub async fn run_controller<K: ManagedKind<C>, C: Connect>(
     ctx: Arc<Context>,
+    connect: Arc<C>,
     kube: kube::Client,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
@@ -181,12 +173,16 @@ pub async fn run_controller<K: ManagedKind>(
             future::ready(triggers)
         });
     let (wake, woken) = futures::channel::mpsc::unbounded();
-    let controller = Arc::new(ControllerContext { ctx, trigger: wake });
+    let controller = Arc::new(ControllerContext {
+        ctx,
+        connect,
+        trigger: wake,
+    });
     Controller::for_stream(trigger, reader)
         .reconcile_on(woken)
         .graceful_shutdown_on(shutdown)
         .run(
-            reconcile::reconcile::<K>,
+            reconcile::reconcile::<K, C>,
             |_, never, _| match *never {},
             controller,
         )

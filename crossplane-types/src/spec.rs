@@ -3,9 +3,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::policy::{DeletionPolicy, ManagementAction, default_management_policies};
-use super::reference::{NamespacedProviderConfigReference, ProviderConfigReference};
-use super::secret::{LocalSecretReference, SecretReference};
+use crate::policy::{DeletionPolicy, ManagementAction, default_management_policies};
+use crate::reference::{NamespacedProviderConfigReference, ProviderConfigReference};
+use crate::secret::{LocalSecretReference, SecretReference};
 
 /// The Crossplane fields of a cluster-scoped (legacy) managed resource's
 /// `spec`, flattened into each kind's spec beside `forProvider` and

@@ -6,15 +6,15 @@
 
 use std::collections::BTreeMap;
 
-use apis::common::SecretLocation;
-use apis::well_known::CONNECTION_SECRET_TYPE;
+use crossplane_types::SecretLocation;
+use crossplane_types::well_known::CONNECTION_SECRET_TYPE;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::ObjectMeta;
 
-use super::cluster::{Cluster, ObjectKey, typed};
-use super::error::ConnectionError;
+use crate::cluster::{Cluster, ObjectKey, typed};
+use crate::error::ConnectionError;
 
 /// Where a resource's connection details go, and who owns them.
 #[derive(Debug, Clone)]

@@ -10,7 +10,7 @@
 //!   exist; crossplane-runtime still calls Update for `{Observe, Update}`.
 //!   That rule lives in the reconciler's plan; [`Actions::create`] is its input.
 
-use apis::common::{DeletionPolicy, ManagementAction};
+use crossplane_types::{DeletionPolicy, ManagementAction};
 
 /// The actions a resource's policies allow, once the set is known supported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -18,14 +18,14 @@ const CREATES: &str = "('*' in self.managementPolicies || 'Create' in self.manag
 ///
 /// Observe-only resources may leave it out; the value is needed only to
 /// create the external resource.
-pub(crate) fn required_to_create(field: &str) -> Rule {
+pub fn required_to_create(field: &str) -> Rule {
     required_to_create_or_referenced(field, &[])
 }
 
 /// Like [`required_to_create`], but a reference or selector in `forProvider`
 /// (`alternatives`) also satisfies it, since the provider resolves it into
 /// `field` before it creates.
-pub(crate) fn required_to_create_or_referenced(field: &str, alternatives: &[&str]) -> Rule {
+pub fn required_to_create_or_referenced(field: &str, alternatives: &[&str]) -> Rule {
     let mut rule = format!(
         "!{CREATES} || has(self.forProvider.{field}) || (has(self.initProvider) && has(self.initProvider.{field}))"
     );
@@ -52,13 +52,13 @@ pub(crate) fn required_to_create_or_referenced(field: &str, alternatives: &[&str
 /// Kubernetes evaluates a transition rule only when both the old and the new
 /// object have the field, so setting it for the first time (late
 /// initialisation, the import procedure) stays allowed.
-pub(crate) fn immutable(field: &str) -> impl FnMut(&mut Schema) {
+pub fn immutable(field: &str) -> impl FnMut(&mut Schema) {
     with_rule(Rule::new("self == oldSelf").message(format!("{field} is immutable").as_str()))
 }
 
 /// An object-level rule: when both bounds are set, the lower one does not
 /// exceed the upper one.
-pub(crate) fn min_not_above_max(min: &str, max: &str) -> Rule {
+pub fn min_not_above_max(min: &str, max: &str) -> Rule {
     Rule::new(format!(
         "!has(self.{min}) || !has(self.{max}) || self.{min} <= self.{max}"
     ))
@@ -66,13 +66,13 @@ pub(crate) fn min_not_above_max(min: &str, max: &str) -> Rule {
 }
 
 /// A field-level transition rule: the value may grow but never shrink.
-pub(crate) fn never_shrinks(field: &str) -> impl FnMut(&mut Schema) {
+pub fn never_shrinks(field: &str) -> impl FnMut(&mut Schema) {
     with_rule(Rule::new("self >= oldSelf").message(format!("{field} can only grow").as_str()))
 }
 
 /// `rule` added to the schema it is attached to (a field, or a type that
 /// `KubeSchema` cannot derive for because it is generic).
-pub(crate) fn with_rule(rule: Rule) -> impl FnMut(&mut Schema) {
+pub fn with_rule(rule: Rule) -> impl FnMut(&mut Schema) {
     move |schema: &mut Schema| {
         kube::core::validate(schema, rule.clone()).expect("a CEL rule serializes as JSON");
     }

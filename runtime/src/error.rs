@@ -4,12 +4,63 @@
 
 use thiserror::Error;
 
+/// An error of a provider's cloud client, as the reconciler reads it. The
+/// runtime knows no cloud: a provider implements this for its client's
+/// error (or a newtype around it), and `?` turns it into
+/// [`ExternalError::Cloud`].
+pub trait CloudError: std::error::Error + Send + Sync + 'static {
+    /// The HTTP status of the cloud's answer, when it answered: the
+    /// `status` label of the cloud-call metrics.
+    fn status(&self) -> Option<u16>;
+
+    /// What a failed create says about whether it took effect, which
+    /// decides whether a claimed external name is kept. By default, from
+    /// the status alone ([`CreateFailure::of_status`]).
+    fn create_failure(&self) -> CreateFailure {
+        CreateFailure::of_status(self.status())
+    }
+}
+
+/// What a failed create call says about its effect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CreateFailure {
+    /// No definitive answer (no response, a server error): the resource
+    /// may exist; the next attempt's idempotency key settles it.
+    Uncertain,
+    /// The cloud refused the create: nothing was made.
+    Refused,
+    /// Refused because a resource of that name exists already.
+    NameTaken,
+    /// The idempotency key was sent before with another request: a create
+    /// whose outcome was unknown was made from an earlier spec.
+    KeyReused,
+}
+
+impl CreateFailure {
+    /// What an answer's HTTP status alone says: 409 is a name taken, any
+    /// other 4xx a refusal, anything else (no answer, a server error)
+    /// uncertain.
+    pub fn of_status(status: Option<u16>) -> Self {
+        match status {
+            Some(409) => CreateFailure::NameTaken,
+            Some(400..=499) => CreateFailure::Refused,
+            _ => CreateFailure::Uncertain,
+        }
+    }
+}
+
+/// Why a provider's [`crate::Connect`] cannot use a ProviderConfig's spec,
+/// worded for the user who wrote it.
+#[derive(Debug, Error)]
+#[error("{0}")]
+pub struct UnusableConfig(pub String);
+
 /// A failure of one call a kind makes: to the cloud, or to read a Secret it
 /// needs for that call.
 #[derive(Debug, Error)]
 pub enum ExternalError {
-    #[error(transparent)]
-    Cloud(#[from] fakecloud::client::ClientError),
+    #[error("{0}")]
+    Cloud(Box<dyn CloudError>),
     #[error("cannot read Secret {namespace}/{name}: {source}")]
     ReadSecret {
         namespace: String,
@@ -29,12 +80,19 @@ pub enum ExternalError {
     InvalidSpec(String),
 }
 
+impl<E: CloudError> From<E> for ExternalError {
+    fn from(error: E) -> Self {
+        ExternalError::Cloud(Box::new(error))
+    }
+}
+
 impl ExternalError {
-    /// The cloud's machine-readable problem code, when the cloud answered.
-    pub fn code(&self) -> Option<&str> {
+    /// What a failed create says about its effect: a failure before any
+    /// call (a Secret, the spec) made nothing.
+    pub fn create_failure(&self) -> CreateFailure {
         match self {
-            ExternalError::Cloud(error) => error.code(),
-            _ => None,
+            ExternalError::Cloud(error) => error.create_failure(),
+            _ => CreateFailure::Refused,
         }
     }
 
@@ -121,6 +179,14 @@ pub enum ConnectError {
         #[source]
         source: ExternalError,
     },
+    /// The provider's [`crate::Connect`] cannot use the ProviderConfig's
+    /// spec; `reason` says what to fix.
+    #[error("{provider_config} cannot be used: {reason}")]
+    Unusable {
+        provider_config: String,
+        #[source]
+        reason: UnusableConfig,
+    },
     #[error("cannot record ProviderConfigUsage: {0}")]
     Usage(#[source] kube::Error),
 }
@@ -130,7 +196,7 @@ pub enum ConnectError {
 pub enum ReconcileError {
     #[error("cannot resolve references: {0}")]
     References(#[from] ReferenceError),
-    #[error("cannot connect to fakecloud: {0}")]
+    #[error("cannot connect to the cloud: {0}")]
     Connect(#[from] ConnectError),
     #[error("cannot observe external resource: {0}")]
     Observe(#[source] ExternalError),
@@ -151,13 +217,13 @@ pub enum ReconcileError {
     /// A namespaced resource's default cloud name (its `metadata.name`) is
     /// taken by a resource it did not create.
     #[error(
-        "fakecloud already has a {kind} named {name:?} that this managed resource did not create (another namespace's {kind} of the same name, or one made outside Crossplane): choose another metadata.name, or set the crossplane.io/external-name annotation to {name:?} to manage that one deliberately"
+        "the cloud already has a {kind} named {name:?} that this managed resource did not create (another namespace's {kind} of the same name, or one made outside Crossplane): choose another metadata.name, or set the crossplane.io/external-name annotation to {name:?} to manage that one deliberately"
     )]
     ExternalNameTaken { kind: String, name: String },
     /// The one case the idempotency key cannot settle: the cloud holds a
     /// create under this key made from another request body.
     #[error(
-        "cannot determine creation result: fakecloud already accepted a create for this resource from a different request (Idempotency-Key {key}); the spec changed while that create's outcome was unknown. Restore the earlier spec, or set crossplane.io/external-name to the resource that create made"
+        "cannot determine creation result: the cloud already accepted a create for this resource from a different request (Idempotency-Key {key}); the spec changed while that create's outcome was unknown. Restore the earlier spec, or set crossplane.io/external-name to the resource that create made"
     )]
     CreateIncomplete { key: String },
     #[error(

@@ -1,0 +1,46 @@
+//! Names that Crossplane users and tools already know.
+//!
+//! They live here, beside the types, so that the provider, the examples and
+//! the tests spell them once; a typo in an annotation name would silently
+//! turn an import into a create.
+
+/// The name of the resource in the cloud. Set by hand to import an existing
+/// resource; set by the provider after a create to the cloud-assigned id.
+pub const EXTERNAL_NAME_ANNOTATION: &str = "crossplane.io/external-name";
+
+/// `"true"` stops all reconciliation of the object, like
+/// `managementPolicies: []`.
+pub const PAUSED_ANNOTATION: &str = "crossplane.io/paused";
+
+/// Written (with an RFC 3339 time) just before the provider calls create, so
+/// that a provider that dies mid-create knows on restart that a resource may
+/// exist that it never recorded.
+pub const EXTERNAL_CREATE_PENDING_ANNOTATION: &str = "crossplane.io/external-create-pending";
+
+/// Written (with an RFC 3339 time) once a create call returned successfully.
+pub const EXTERNAL_CREATE_SUCCEEDED_ANNOTATION: &str = "crossplane.io/external-create-succeeded";
+
+/// Written (with an RFC 3339 time) when a create call failed.
+pub const EXTERNAL_CREATE_FAILED_ANNOTATION: &str = "crossplane.io/external-create-failed";
+
+/// Held on every managed resource until its external resource is gone or
+/// orphaned.
+pub const MANAGED_RESOURCE_FINALIZER: &str = "finalizer.managedresource.crossplane.io";
+
+/// Held on a `ProviderConfig` while `ProviderConfigUsage` objects point at it,
+/// so that credentials cannot be deleted from under live resources.
+pub const PROVIDER_CONFIG_IN_USE_FINALIZER: &str = "in-use.crossplane.io";
+
+/// The `type` of a connection Secret, as Crossplane writes it.
+pub const CONNECTION_SECRET_TYPE: &str = "connection.crossplane.io/v1alpha1";
+
+/// The `ProviderConfig` used when an MR names none.
+pub const DEFAULT_PROVIDER_CONFIG_NAME: &str = "default";
+
+/// Label on a namespaced `ProviderConfigUsage` naming the ProviderConfig or
+/// ClusterProviderConfig in use (crossplane-runtime v2's label).
+pub const PROVIDER_CONFIG_NAME_LABEL: &str = "crossplane.io/provider-config";
+
+/// Label on a namespaced `ProviderConfigUsage` naming the kind in use:
+/// `ProviderConfig` or `ClusterProviderConfig`.
+pub const PROVIDER_CONFIG_KIND_LABEL: &str = "crossplane.io/provider-config-kind";

@@ -1,0 +1,66 @@
+//! A generic Crossplane managed-resource runtime for providers written in
+//! Rust, as crossplane-runtime is for providers written in Go: one
+//! reconciler for every managed kind, and what it needs around it.
+//!
+//! A provider says, per kind, only what is its own: the Kubernetes type
+//! (a [`crossplane_types::Managed`] resource) and the cloud calls of its
+//! `forProvider` type ([`CloudKind`]: observe, create, update, delete,
+//! readiness, connection details). Per provider, it says how a
+//! ProviderConfig becomes a cloud client ([`Connect`]) and which kinds of
+//! ProviderConfig and usage it has ([`ProviderConfigTypes`]). Everything
+//! Crossplane-shaped is here: management policies, the finalizer, the
+//! external-name and create annotations, `initProvider`, late
+//! initialisation, drift, references and selectors, connection Secrets,
+//! ProviderConfig usage, conditions and events, backoff and rate limits,
+//! the CRD gate that starts each controller when its CRD appears (late
+//! managed-resource activation), leader election and metrics.
+//!
+//! The crate's README walks through adding a kind; `tests/foreign_kind.rs`
+//! runs the reconciler on a kind the runtime has never heard of.
+//!
+//! Modules, from the bottom up:
+//! - decisions as plain functions, unit-tested without a cluster:
+//!   [`policy`] (what the management policies allow), [`fields`]
+//!   (initProvider merge, late-init, drift), [`plan`] (the next step);
+//! - the Kubernetes side: [`cluster`] (the [`Cluster`] seam, on an API
+//!   server or in memory), [`events`], [`echo`] (this process's own
+//!   writes), [`leader`];
+//! - the pieces of a reconcile: [`references`], [`connection`] (the
+//!   connection Secret), [`session`] (what a kind's calls can reach),
+//!   [`connect`] (ProviderConfig to client), [`kind`] (the per-kind
+//!   contract), [`error`];
+//! - pacing: [`rate_limit`], [`backoff`];
+//! - the reconciler itself, [`reconcile`], its [`controller`], and the
+//!   [`gate`] that starts controllers as CRDs come and go; [`metrics`].
+
+pub mod activation;
+pub mod backoff;
+pub mod cluster;
+pub mod connect;
+pub mod connection;
+pub mod controller;
+pub mod echo;
+pub mod error;
+pub mod events;
+pub mod fields;
+pub mod gate;
+pub mod kind;
+pub mod leader;
+pub mod metrics;
+pub mod plan;
+pub mod policy;
+pub mod rate_limit;
+pub mod reconcile;
+pub mod references;
+pub mod session;
+
+pub use backoff::{Backoff, Intent};
+pub use cluster::{Cluster, KubeCluster};
+pub use connect::{Connect, Connector, ProviderConfigTypes};
+pub use controller::{
+    CATCH_UP_LIMIT, CONFLICT_RETRY, Context, Settings, kind_label, run_controller,
+};
+pub use error::{CloudError, CreateFailure, ExternalError, UnusableConfig};
+pub use events::{EventType, Recorder};
+pub use kind::{CloudKind, Created, ManagedKind, Readiness};
+pub use session::{Details, Session};
