@@ -22,9 +22,11 @@ ARG CARGO_BUILD="cargo build --profile container --locked \
 
 # Dependencies first, from the manifests and Cargo.lock with stub sources,
 # so a change to our own code reuses this layer and recompiles only our
-# five crates (xpkg's stubs stay: no image runs it). Their stub artefacts' fingerprints are removed with the stubs.
+# seven crates (xpkg's stubs stay: no image runs it). Their stub artefacts' fingerprints are removed with the stubs.
 COPY Cargo.toml Cargo.lock ./
+COPY crossplane-types/Cargo.toml crossplane-types/
 COPY apis/Cargo.toml apis/
+COPY runtime/Cargo.toml runtime/
 COPY fakecloud/Cargo.toml fakecloud/
 COPY provider/Cargo.toml provider/
 COPY e2e/Cargo.toml e2e/
@@ -33,20 +35,24 @@ COPY demo/Cargo.toml demo/
 # manifest and stub sources stay, so cargo can load the workspace.
 COPY xpkg/Cargo.toml xpkg/
 RUN set -eu; \
-    for crate in apis fakecloud provider e2e demo xpkg; do mkdir -p "$crate/src"; : > "$crate/src/lib.rs"; done; \
+    for crate in crossplane-types apis runtime fakecloud provider e2e demo xpkg; do mkdir -p "$crate/src"; : > "$crate/src/lib.rs"; done; \
     mkdir -p fakecloud/benches e2e/src/bin; \
     for main in fakecloud/src/main.rs provider/src/main.rs fakecloud/benches/load.rs \
                 demo/src/main.rs e2e/src/bin/compose-setup.rs xpkg/src/main.rs; do echo 'fn main() {}' > "$main"; done; \
     $CARGO_BUILD; \
-    rm -rf apis fakecloud/src fakecloud/benches provider/src e2e/src demo/src \
-        target/container/.fingerprint/apis-* target/container/.fingerprint/fakecloud-* \
+    rm -rf crossplane-types/src apis runtime/src fakecloud/src fakecloud/benches provider/src \
+        e2e/src demo/src \
+        target/container/.fingerprint/crossplane-types-* target/container/.fingerprint/apis-* \
+        target/container/.fingerprint/runtime-* target/container/.fingerprint/fakecloud-* \
         target/container/.fingerprint/provider-* target/container/.fingerprint/e2e-* \
         target/container/.fingerprint/demo-*
 
 # The sources the binaries are built from (all of apis, whose manifest the
 # stub step removed), so editing fakecloud's, the provider's or the e2e
 # tests, a README or the package does not rebuild the images' binaries.
+COPY crossplane-types/src crossplane-types/src
 COPY apis apis
+COPY runtime/src runtime/src
 COPY fakecloud/src fakecloud/src
 COPY fakecloud/migrations fakecloud/migrations
 COPY fakecloud/benches fakecloud/benches
