@@ -17,6 +17,10 @@ pub struct ManagedStatus<A> {
     /// Everything the cloud reports about the external resource.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_provider: Option<A>,
+    /// The last `crossplane.io/reconcile-requested-at` token a reconcile
+    /// handled: a different token on the object asks for a reconcile now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_handled_reconcile_at: Option<String>,
 }
 
 // Not derived: a derive would demand `A: Default`, which an empty status
@@ -26,6 +30,7 @@ impl<A> Default for ManagedStatus<A> {
         Self {
             conditions: Vec::new(),
             at_provider: None,
+            last_handled_reconcile_at: None,
         }
     }
 }

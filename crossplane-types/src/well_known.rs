@@ -44,3 +44,14 @@ pub const PROVIDER_CONFIG_NAME_LABEL: &str = "crossplane.io/provider-config";
 /// Label on a namespaced `ProviderConfigUsage` naming the kind in use:
 /// `ProviderConfig` or `ClusterProviderConfig`.
 pub const PROVIDER_CONFIG_KIND_LABEL: &str = "crossplane.io/provider-config-kind";
+
+/// A managed resource's own poll period, as a Go duration (`30s`, `5m`,
+/// `1h30m`): how long after a successful reconcile of a Ready resource it
+/// is observed again, instead of the provider's `--poll-interval`; never
+/// shorter than `--min-poll-interval` (crossplane-runtime v2's annotation).
+pub const POLL_INTERVAL_ANNOTATION: &str = "crossplane.io/poll-interval";
+
+/// An opaque token (typically a timestamp): a new value asks for a
+/// reconcile now; once one has handled it, its value is recorded in
+/// `status.lastHandledReconcileAt` (crossplane-runtime v2's annotation).
+pub const RECONCILE_REQUESTED_AT_ANNOTATION: &str = "crossplane.io/reconcile-requested-at";

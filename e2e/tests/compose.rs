@@ -414,11 +414,11 @@ fn bad_set_up_is_named_with_a_non_zero_exit() {
     // engine has.
     let dir = tempfile::tempdir().expect("a temp folder");
     std::fs::create_dir(dir.path().join("scripts")).expect("scripts/");
-    std::fs::copy(
-        repo_root().join("scripts/compose"),
-        dir.path().join("scripts/compose"),
-    )
-    .expect("copying scripts/compose");
+    // scripts/compose installs what it needs through scripts/setup first.
+    for script in ["scripts/compose", "scripts/setup"] {
+        std::fs::copy(repo_root().join(script), dir.path().join(script))
+            .unwrap_or_else(|e| panic!("copying {script}: {e}"));
+    }
     std::fs::write(
         dir.path().join("Dockerfile"),
         "FROM fakecloud-provider-test/missing-base:none AS build\nFROM build AS app\n",

@@ -18,6 +18,12 @@ pub struct Config {
     #[arg(long, env = "PROVIDER_POLL_INTERVAL", default_value = "1m", value_parser = humantime::parse_duration)]
     pub poll_interval: Duration,
 
+    /// The shortest poll period a managed resource's
+    /// `crossplane.io/poll-interval` annotation may ask for: shorter ones
+    /// are clamped up to it, so no one resource hammers the cloud.
+    #[arg(long, env = "PROVIDER_MIN_POLL_INTERVAL", default_value = "1s", value_parser = humantime::parse_duration)]
+    pub min_poll_interval: Duration,
+
     /// How often a resource that is not Ready yet (creating, deleting) is
     /// observed again, so it reaches Ready soon after the cloud finishes.
     #[arg(long, env = "PROVIDER_PENDING_POLL_INTERVAL", default_value = "1s", value_parser = humantime::parse_duration)]
@@ -65,6 +71,18 @@ pub struct Config {
     /// Log as JSON lines instead of human-readable text.
     #[arg(long, env = "PROVIDER_LOG_JSON", default_value_t = false, action = clap::ArgAction::Set)]
     pub log_json: bool,
+
+    /// Send an entry for every create, update and delete of an external
+    /// resource to Crossplane's change-log sidecar (crossplane-runtime's
+    /// change logs), over gRPC on `--changelogs-socket-path`. Delivery never
+    /// holds up a reconcile; entries it cannot deliver are counted in
+    /// `provider_changelog_errors_total`.
+    #[arg(long, env = "PROVIDER_ENABLE_CHANGELOGS", default_value_t = false, action = clap::ArgAction::Set)]
+    pub enable_changelogs: bool,
+
+    /// The Unix socket of the change-log sidecar.
+    #[arg(long, env = "PROVIDER_CHANGELOGS_SOCKET_PATH", default_value = runtime::changelog::DEFAULT_SOCKET_PATH)]
+    pub changelogs_socket_path: std::path::PathBuf,
 }
 
 /// Where the Lease lives when neither the flag nor `POD_NAMESPACE` says.
@@ -91,6 +109,7 @@ mod tests {
     fn defaults_match_the_documented_ones() {
         let config = Config::try_parse_from(["provider"]).unwrap();
         assert_eq!(config.poll_interval, Duration::from_secs(60));
+        assert_eq!(config.min_poll_interval, Duration::from_secs(1));
         assert_eq!(config.max_reconcile_rate, 100);
         assert!(config.enable_management_policies);
         assert!(!config.leader_election);
@@ -101,11 +120,13 @@ mod tests {
         let config = Config::try_parse_from([
             "provider",
             "--poll-interval=30s",
+            "--min-poll-interval=5s",
             "--enable-management-policies=false",
             "--leader-election=true",
         ])
         .unwrap();
         assert_eq!(config.poll_interval, Duration::from_secs(30));
+        assert_eq!(config.min_poll_interval, Duration::from_secs(5));
         assert!(!config.enable_management_policies);
         assert!(config.leader_election);
     }
@@ -131,9 +152,34 @@ mod tests {
     }
 
     #[test]
+    fn change_logs_are_off_by_default_and_go_to_crossplanes_socket() {
+        let default = Config::try_parse_from(["provider"]).unwrap();
+        assert!(!default.enable_changelogs);
+        assert_eq!(
+            default.changelogs_socket_path,
+            std::path::Path::new("/var/run/changelogs/changelogs.sock")
+        );
+        let flagged = Config::try_parse_from([
+            "provider",
+            "--enable-changelogs=true",
+            "--changelogs-socket-path=/tmp/cl.sock",
+        ])
+        .unwrap();
+        assert!(flagged.enable_changelogs);
+        assert_eq!(
+            flagged.changelogs_socket_path,
+            std::path::Path::new("/tmp/cl.sock")
+        );
+        let err = Config::try_parse_from(["provider", "--enable-changelogs=maybe"]).unwrap_err();
+        assert!(err.to_string().contains("--enable-changelogs"), "{err}");
+    }
+
+    #[test]
     fn bad_values_are_rejected_with_the_flag_named() {
         let err = Config::try_parse_from(["provider", "--poll-interval=soon"]).unwrap_err();
         assert!(err.to_string().contains("--poll-interval"), "{err}");
+        let err = Config::try_parse_from(["provider", "--min-poll-interval=often"]).unwrap_err();
+        assert!(err.to_string().contains("--min-poll-interval"), "{err}");
         let err = Config::try_parse_from(["provider", "--max-reconcile-rate=-1"]).unwrap_err();
         assert!(err.to_string().contains("--max-reconcile-rate"), "{err}");
     }

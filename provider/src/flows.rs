@@ -14,6 +14,7 @@ use crossplane_types::condition::{TYPE_READY, TYPE_SYNCED};
 use crossplane_types::well_known::{
     EXTERNAL_CREATE_FAILED_ANNOTATION, EXTERNAL_CREATE_PENDING_ANNOTATION,
     EXTERNAL_CREATE_SUCCEEDED_ANNOTATION, EXTERNAL_NAME_ANNOTATION, MANAGED_RESOURCE_FINALIZER,
+    POLL_INTERVAL_ANNOTATION, RECONCILE_REQUESTED_AT_ANNOTATION,
 };
 use fakecloud::client::{AdminClient, Client};
 use fakecloud::model::{Credentials, FaultRuleSpec, Kind};
@@ -33,6 +34,7 @@ use runtime::rate_limit::Wake;
 
 const REGION: &str = "us-east-1";
 const PENDING_POLL: Duration = Duration::from_millis(500);
+const MIN_POLL: Duration = Duration::from_secs(2);
 
 /// One provider's worth of state: the in-memory cluster with a
 /// ProviderConfig and its credentials, a fakecloud, and the context every
@@ -203,6 +205,7 @@ fn context(cluster: &Arc<MemoryCluster>) -> Context {
         Settings {
             provider_name: crate::PROVIDER_NAME.to_owned(),
             poll_interval: Duration::from_secs(60),
+            min_poll_interval: MIN_POLL,
             pending_poll_interval: PENDING_POLL,
             management_policies_enabled: true,
         },
@@ -1032,5 +1035,539 @@ async fn a_create_refused_for_a_taken_name_gives_up_the_claim() {
     let annotations = f.cluster.object(&at).unwrap()["metadata"]["annotations"].clone();
     assert_eq!(annotations[EXTERNAL_NAME_ANNOTATION], "orders");
     assert_eq!(f.cloud_count(Kind::DatabaseInstance).await, 1);
+    f.cloud.shutdown().await.unwrap();
+}
+
+/// A VPC named `name`, created and reconciled until Ready; returns the
+/// outcome of the reconcile that found it Ready.
+async fn ready_vpc(f: &Fixture, name: &str) -> Outcome {
+    f.vpc(name, json!({}));
+    assert_eq!(f.reconcile::<Vpc>(name).await.result, "success", "create");
+    let ready = f.reconcile::<Vpc>(name).await;
+    assert_eq!(ready.result, "success");
+    assert_eq!(
+        f.condition::<Vpc>(name, TYPE_READY)
+            .map(|(s, _)| s)
+            .as_deref(),
+        Some("True")
+    );
+    ready
+}
+
+/// Sets (or, with `null`, removes) annotations of the VPC `name` as a user.
+fn annotate_vpc(f: &Fixture, name: &str, annotations: Value) {
+    f.cluster.edit(
+        &key::<Vpc>(name),
+        &json!({ "metadata": { "annotations": annotations } }),
+    );
+}
+
+/// The calls made with an API key (the provider's) after `mark`.
+async fn provider_calls_since(f: &Fixture, mark: i64) -> Vec<String> {
+    let query = fakecloud::model::AuditQuery {
+        actor: Some(fakecloud::model::Actor::Api),
+        after_seq: Some(mark),
+        ..Default::default()
+    };
+    let entries = f.admin.audit(&query).await.unwrap();
+    entries
+        .iter()
+        .map(|e| format!("{} {}", e.method, e.path))
+        .collect()
+}
+
+/// The newest audit sequence number.
+async fn audit_mark(f: &Fixture) -> i64 {
+    let entries = f.admin.audit(&Default::default()).await.unwrap();
+    entries.iter().map(|e| e.seq).max().unwrap_or(0)
+}
+
+fn assert_between(next: Next, low: Duration, high: Duration) {
+    let Next::After(wait) = next else {
+        panic!("expected a poll, got {next:?}")
+    };
+    assert!(
+        low <= wait && wait <= high,
+        "{wait:?} not in {low:?}..={high:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_invalid_poll_interval_is_reported_and_calls_nothing_until_it_changes() {
+    let f = Fixture::new().await;
+    ready_vpc(&f, "net").await;
+    let mark = audit_mark(&f).await;
+
+    annotate_vpc(&f, "net", json!({ POLL_INTERVAL_ANNOTATION: "5mins" }));
+    let outcome = f.reconcile::<Vpc>("net").await;
+    assert_eq!(
+        outcome.next,
+        Next::Change,
+        "no retry until the object changes"
+    );
+    let (status, message) = f.condition::<Vpc>("net", TYPE_SYNCED).unwrap();
+    assert_eq!(status, "False");
+    assert!(
+        message.contains("crossplane.io/poll-interval")
+            && message.contains("\"5mins\"")
+            && message.contains("\"30s\""),
+        "{message}"
+    );
+    let synced = f.cluster.object(&key::<Vpc>("net")).unwrap()["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == TYPE_SYNCED)
+        .cloned()
+        .unwrap();
+    assert_eq!(synced["reason"], "ReconcileError");
+    assert_eq!(provider_calls_since(&f, mark).await, Vec::<String>::new());
+
+    // Zero and negative durations are refused the same way.
+    for bad in ["0s", "-1m"] {
+        annotate_vpc(&f, "net", json!({ POLL_INTERVAL_ANNOTATION: bad }));
+        assert_eq!(f.reconcile::<Vpc>("net").await.next, Next::Change);
+        let (status, message) = f.condition::<Vpc>("net", TYPE_SYNCED).unwrap();
+        assert_eq!(status, "False");
+        assert!(message.contains(&format!("{bad:?}")), "{message}");
+    }
+    assert_eq!(provider_calls_since(&f, mark).await, Vec::<String>::new());
+
+    // A new resource with an invalid value is not created either.
+    f.vpc("fresh", json!({}));
+    annotate_vpc(&f, "fresh", json!({ POLL_INTERVAL_ANNOTATION: "soon" }));
+    assert_eq!(f.reconcile::<Vpc>("fresh").await.next, Next::Change);
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 1, "only net's VPC");
+
+    // Fixed, the resource is reconciled and polled at its own interval.
+    annotate_vpc(&f, "net", json!({ POLL_INTERVAL_ANNOTATION: "10s" }));
+    let outcome = f.reconcile::<Vpc>("net").await;
+    assert_eq!(outcome.result, "success");
+    assert_between(
+        outcome.next,
+        Duration::from_secs(10),
+        Duration::from_secs(11),
+    );
+    assert_eq!(
+        f.condition::<Vpc>("net", TYPE_SYNCED).unwrap().0,
+        "True",
+        "the error is cleared"
+    );
+    f.cloud.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_valid_poll_interval_sets_the_next_poll_never_below_the_minimum() {
+    let f = Fixture::new().await;
+    // Without the annotation: the provider's --poll-interval (60 s here),
+    // plus up to 10% jitter.
+    let ready = ready_vpc(&f, "net").await;
+    assert_between(ready.next, Duration::from_secs(60), Duration::from_secs(66));
+
+    annotate_vpc(&f, "net", json!({ POLL_INTERVAL_ANNOTATION: "1h30m" }));
+    let outcome = f.reconcile::<Vpc>("net").await;
+    assert_eq!(outcome.result, "success");
+    assert_between(
+        outcome.next,
+        Duration::from_secs(5_400),
+        Duration::from_secs(5_940),
+    );
+
+    // Shorter than --min-poll-interval (2 s here): clamped up to it.
+    annotate_vpc(&f, "net", json!({ POLL_INTERVAL_ANNOTATION: "500ms" }));
+    let outcome = f.reconcile::<Vpc>("net").await;
+    assert_between(outcome.next, MIN_POLL, MIN_POLL.mul_f64(1.1));
+
+    // Removed: back to the provider's.
+    annotate_vpc(&f, "net", json!({ POLL_INTERVAL_ANNOTATION: null }));
+    let outcome = f.reconcile::<Vpc>("net").await;
+    assert_between(
+        outcome.next,
+        Duration::from_secs(60),
+        Duration::from_secs(66),
+    );
+    f.cloud.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_new_reconcile_request_is_handled_and_recorded_even_in_backoff() {
+    let f = Fixture::new().await;
+    ready_vpc(&f, "net").await;
+    let handled = |f: &Fixture| {
+        f.cluster.object(&key::<Vpc>("net")).unwrap()["status"]
+            .get("lastHandledReconcileAt")
+            .cloned()
+    };
+    assert_eq!(handled(&f), None, "no request yet");
+
+    annotate_vpc(
+        &f,
+        "net",
+        json!({ RECONCILE_REQUESTED_AT_ANNOTATION: "t1" }),
+    );
+    let mark = audit_mark(&f).await;
+    assert_eq!(f.reconcile::<Vpc>("net").await.result, "success");
+    assert_eq!(handled(&f), Some(json!("t1")));
+    assert!(
+        !provider_calls_since(&f, mark).await.is_empty(),
+        "the requested reconcile observed the cloud"
+    );
+
+    // A failed reconcile puts the resource in backoff; a new token cuts it
+    // short, and is recorded even though that reconcile fails too.
+    f.admin
+        .add_fault(&FaultRuleSpec {
+            method: Some("GET".into()),
+            path_prefix: format!("/v1/regions/{REGION}/vpcs"),
+            // Not retried by the client, unlike 5xx.
+            status: Some(403),
+            times: Some(2),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(f.reconcile::<Vpc>("net").await.result, "error");
+    assert_eq!(f.reconcile::<Vpc>("net").await.result, "backoff");
+    annotate_vpc(
+        &f,
+        "net",
+        json!({ RECONCILE_REQUESTED_AT_ANNOTATION: "t2" }),
+    );
+    assert_eq!(f.reconcile::<Vpc>("net").await.result, "error");
+    assert_eq!(handled(&f), Some(json!("t2")));
+
+    // Handled tokens ask for nothing more: the backoff holds again.
+    assert_eq!(f.reconcile::<Vpc>("net").await.result, "backoff");
+    f.cloud.shutdown().await.unwrap();
+}
+
+/// A change-log service (Crossplane's sidecar) on a Unix socket at
+/// `socket`: every request it takes arrives on the returned channel, with
+/// the gRPC path it came on.
+fn serve_change_logs(
+    socket: &std::path::Path,
+) -> tokio::sync::mpsc::UnboundedReceiver<(String, runtime::changelog::ChangeLogEntry)> {
+    use runtime::changelog::{SendChangeLogRequest, SendChangeLogResponse};
+    let listener = tokio::net::UnixListener::bind(socket).expect("the socket binds");
+    let incoming = futures::stream::unfold(listener, |listener| async move {
+        let accepted = listener.accept().await.map(|(stream, _)| stream);
+        Some((accepted, listener))
+    });
+    let (sent, received) = tokio::sync::mpsc::unbounded_channel();
+    let service = tower::service_fn(move |request: axum::http::Request<tonic::body::Body>| {
+        let sent = sent.clone();
+        async move {
+            let path = request.uri().path().to_owned();
+            let handler =
+                tower::service_fn(move |request: tonic::Request<SendChangeLogRequest>| {
+                    let entry = request
+                        .into_inner()
+                        .entry
+                        .expect("a request holds an entry");
+                    sent.send((path.clone(), entry)).expect("the test listens");
+                    async { Ok::<_, tonic::Status>(tonic::Response::new(SendChangeLogResponse {})) }
+                });
+            let codec =
+                tonic_prost::ProstCodec::<SendChangeLogResponse, SendChangeLogRequest>::default();
+            let mut grpc = tonic::server::Grpc::new(codec);
+            Ok::<_, std::convert::Infallible>(grpc.unary(handler, request).await)
+        }
+    });
+    tokio::spawn(tonic::transport::Server::builder().serve_with_incoming(service, incoming));
+    received
+}
+
+/// The next change-log entry the service received, within a few seconds.
+async fn next_change_log(
+    received: &mut tokio::sync::mpsc::UnboundedReceiver<(
+        String,
+        runtime::changelog::ChangeLogEntry,
+    )>,
+) -> runtime::changelog::ChangeLogEntry {
+    let (path, entry) = tokio::time::timeout(Duration::from_secs(5), received.recv())
+        .await
+        .expect("a change-log entry arrives")
+        .expect("the service runs");
+    assert_eq!(
+        path,
+        "/changelogs.proto.v1alpha1.ChangeLogService/SendChangeLog"
+    );
+    entry
+}
+
+/// A `google.protobuf.Value` of a snapshot at `path` (keys), as a string.
+fn snapshot_string(entry: &runtime::changelog::ChangeLogEntry, path: &[&str]) -> Option<String> {
+    use prost_types::value::Kind;
+    let mut fields = &entry.snapshot.as_ref()?.fields;
+    let (last, parents) = path.split_last()?;
+    for key in parents {
+        match &fields.get(*key)?.kind {
+            Some(Kind::StructValue(object)) => fields = &object.fields,
+            _ => return None,
+        }
+    }
+    match &fields.get(*last)?.kind {
+        Some(Kind::StringValue(s)) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn creates_updates_and_deletes_are_sent_to_the_change_log_service_in_order() {
+    use apis::kinds::vpc::m::Vpc;
+    use kube::Resource;
+    use runtime::changelog::{ChangeLogger, OperationType};
+    let mut f = Fixture::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("changelogs.sock");
+    let mut received = serve_change_logs(&socket);
+    f.ctx.changelog = Some(ChangeLogger::start(
+        &socket,
+        "provider-fakecloud:v0.1.0",
+        &f.ctx.metrics,
+    ));
+    cluster_default_config(&f);
+    let at = ObjectKey::of::<Vpc>(Some("team-a"), "net");
+    f.cluster.insert(
+        &at,
+        json!({ "spec": { "forProvider": {
+            "region": REGION, "cidrBlock": "10.0.0.0/16", "tags": { "env": "dev" },
+        } } }),
+    );
+
+    // Create.
+    assert_eq!(f.reconcile_at::<Vpc>(&at).await.result, "success");
+    let id = f.cluster.object(&at).unwrap()["metadata"]["annotations"][EXTERNAL_NAME_ANNOTATION]
+        .as_str()
+        .expect("the cloud's id is recorded")
+        .to_owned();
+    let created = next_change_log(&mut received).await;
+    assert_eq!(created.operation, OperationType::Create as i32);
+    assert_eq!(created.provider, "provider-fakecloud:v0.1.0");
+    assert_eq!(created.api_version, Vpc::api_version(&()));
+    assert_eq!(created.kind, "VPC");
+    assert_eq!(created.name, "net");
+    assert_eq!(created.external_name, id);
+    assert_eq!(created.error_message, None);
+    assert_eq!(
+        created.additional_details,
+        [("namespace".to_owned(), "team-a".to_owned())].into()
+    );
+    assert!(created.timestamp.is_some());
+    assert_eq!(
+        snapshot_string(&created, &["spec", "forProvider", "tags", "env"]).as_deref(),
+        Some("dev"),
+        "the snapshot holds the spec"
+    );
+    assert_eq!(
+        snapshot_string(&created, &["metadata", "namespace"]).as_deref(),
+        Some("team-a")
+    );
+
+    // Observed and Ready: nothing changes, nothing is sent.
+    assert_eq!(f.reconcile_at::<Vpc>(&at).await.result, "success");
+    assert_eq!(f.condition_at(&at, TYPE_READY).unwrap().0, "True");
+
+    // Update.
+    f.cluster.edit(
+        &at,
+        &json!({ "spec": { "forProvider": { "tags": { "env": "prod" } } } }),
+    );
+    assert_eq!(f.reconcile_at::<Vpc>(&at).await.result, "success");
+    let updated = next_change_log(&mut received).await;
+    assert_eq!(updated.operation, OperationType::Update as i32);
+    assert_eq!(updated.external_name, id);
+    assert_eq!(updated.name, "net");
+    assert_eq!(
+        snapshot_string(&updated, &["spec", "forProvider", "tags", "env"]).as_deref(),
+        Some("prod")
+    );
+    assert_eq!(updated.error_message, None);
+
+    // A delete the cloud refuses is logged with its error, then the retry.
+    f.admin
+        .add_fault(&FaultRuleSpec {
+            method: Some("DELETE".into()),
+            path_prefix: format!("/v1/regions/{REGION}/vpcs"),
+            // Not retried by the client, unlike 5xx.
+            status: Some(403),
+            times: Some(1),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    f.cluster.delete(&at);
+    assert_eq!(f.reconcile_at::<Vpc>(&at).await.result, "error");
+    let refused = next_change_log(&mut received).await;
+    assert_eq!(refused.operation, OperationType::Delete as i32);
+    assert!(
+        refused
+            .error_message
+            .as_deref()
+            .is_some_and(|m| !m.is_empty()),
+        "{refused:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    assert_eq!(f.reconcile_at::<Vpc>(&at).await.result, "success");
+    let deleted = next_change_log(&mut received).await;
+    assert_eq!(deleted.operation, OperationType::Delete as i32);
+    assert_eq!(deleted.external_name, id);
+    assert_eq!(deleted.error_message, None);
+    assert_eq!(
+        deleted.additional_details,
+        [("namespace".to_owned(), "team-a".to_owned())].into()
+    );
+    assert!(
+        snapshot_string(&deleted, &["metadata", "deletionTimestamp"]).is_some(),
+        "the snapshot is the resource being deleted"
+    );
+    for _ in 0..5 {
+        if f.cluster.object(&at).is_none() {
+            break;
+        }
+        f.reconcile_at::<Vpc>(&at).await;
+    }
+    assert!(f.cluster.object(&at).is_none());
+    assert!(received.try_recv().is_err(), "nothing else was sent");
+    assert_eq!(f.ctx.metrics.total("provider_changelog_errors_total"), 0.0);
+    f.cloud.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_missing_change_log_socket_neither_fails_nor_delays_a_reconcile() {
+    use runtime::changelog::ChangeLogger;
+    let mut f = Fixture::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let send_timeout = Duration::from_secs(3);
+    f.ctx.changelog = Some(ChangeLogger::start_with(
+        dir.path().join("absent.sock"),
+        "provider-fakecloud:v0.1.0",
+        &f.ctx.metrics,
+        16,
+        send_timeout,
+    ));
+    f.vpc("net", json!({}));
+
+    let started = std::time::Instant::now();
+    assert_eq!(f.reconcile::<Vpc>("net").await.result, "success");
+    assert!(
+        started.elapsed() < send_timeout,
+        "the reconcile waited for the change log: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 1);
+    assert!(
+        f.annotation::<Vpc>("net", EXTERNAL_NAME_ANNOTATION)
+            .is_some()
+    );
+
+    // The entry that could not be sent is counted, once its send gives up.
+    let errors = || {
+        f.ctx
+            .metrics
+            .total_with("provider_changelog_errors_total", &[("reason", "send")])
+    };
+    let deadline = std::time::Instant::now() + send_timeout * 3;
+    while errors() < 1.0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(errors(), 1.0);
+
+    // Once the service is there, the next change reaches it.
+    let mut received = serve_change_logs(&dir.path().join("absent.sock"));
+    f.vpc("other", json!({}));
+    assert_eq!(f.reconcile::<Vpc>("other").await.result, "success");
+    let created = next_change_log(&mut received).await;
+    assert_eq!(created.name, "other");
+    assert_eq!(errors(), 1.0);
+    f.cloud.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn standard_metrics_follow_a_create_a_drift_and_a_deletion() {
+    let f = Fixture::new().await;
+    let gvk = runtime::metrics::gvk_label::<Vpc>();
+    assert_eq!(gvk, "network.fakecloud.crossplane.io/v1alpha1, Kind=VPC");
+    let controller = runtime::metrics::controller_name::<Vpc>();
+    assert_eq!(controller, "managed/vpc.network.fakecloud.crossplane.io");
+    let metrics = &f.ctx.metrics;
+    let of_kind = |family: &str| metrics.total_with(family, &[("gvk", gvk.as_str())]);
+    let states = || {
+        ["exists", "ready", "synced"].map(|s| of_kind(&format!("crossplane_managed_resource_{s}")))
+    };
+    let samples = |h: &str| of_kind(&format!("crossplane_managed_resource_{h}_seconds_count"));
+    let results = |r: &str| {
+        metrics.total_with(
+            "controller_runtime_reconcile_total",
+            &[("controller", controller.as_str()), ("result", r)],
+        )
+    };
+    let updates = || metrics.total_with("provider_cloud_calls_total", &[("operation", "update")]);
+
+    // Created: it exists and is Synced, not yet Ready.
+    f.vpc("net", json!({ "forProvider": { "tags": { "team": "a" } } }));
+    assert_eq!(f.reconcile::<Vpc>("net").await.result, "success");
+    assert_eq!(states(), [1.0, 0.0, 1.0]);
+    assert_eq!(samples("first_time_to_reconcile"), 1.0);
+    assert_eq!(samples("first_time_to_readiness"), 0.0);
+    assert_eq!(results("requeue_after"), 1.0, "a create asks to look again");
+
+    // Available: Ready, once; later looks add no first-time samples.
+    f.reconcile::<Vpc>("net").await;
+    assert_eq!(states(), [1.0, 1.0, 1.0]);
+    f.reconcile::<Vpc>("net").await;
+    assert_eq!(samples("first_time_to_reconcile"), 1.0);
+    assert_eq!(samples("first_time_to_readiness"), 1.0);
+    assert_eq!(samples("drift"), 0.0);
+
+    // An outside actor changes the tags: the next reconcile finds the
+    // drift, updates the VPC, and times how long it was last in sync.
+    let id = f
+        .annotation::<Vpc>("net", EXTERNAL_NAME_ANNOTATION)
+        .unwrap();
+    let address = fakecloud::client::Address {
+        region: Some(REGION.to_owned()),
+        ..Default::default()
+    };
+    f.admin
+        .patch_resource(
+            Kind::Vpc,
+            &id,
+            &address,
+            &json!({ "tags": { "team": "b" } }),
+        )
+        .await
+        .unwrap();
+    let before = updates();
+    assert_eq!(f.reconcile::<Vpc>("net").await.result, "success");
+    assert_eq!(updates(), before + 1.0, "the drift was corrected");
+    assert_eq!(samples("drift"), 1.0);
+    assert_eq!(states(), [1.0, 1.0, 1.0]);
+
+    // Deleted: counted out, and the deletion timed once.
+    f.cluster.delete(&key::<Vpc>("net"));
+    reconcile_until_gone(&f, "net", 5).await;
+    assert_eq!(states(), [0.0, 0.0, 0.0]);
+    assert_eq!(samples("deletion"), 1.0);
+    assert!(
+        results("success") >= 1.0,
+        "the last reconcile waits for a change"
+    );
+    assert_eq!(results("error"), 0.0);
+    assert_eq!(
+        metrics.total_with("controller_runtime_reconcile_errors_total", &[]),
+        0.0
+    );
+    let ran = ["success", "error", "requeue", "requeue_after"]
+        .map(results)
+        .iter()
+        .sum::<f64>();
+    let queue = [("name", controller.as_str())];
+    assert_eq!(metrics.total_with("workqueue_adds_total", &queue), ran);
+    assert_eq!(metrics.total_with("workqueue_depth", &queue), 0.0);
+    assert_eq!(
+        metrics.total_with("workqueue_work_duration_seconds_count", &queue),
+        ran
+    );
     f.cloud.shutdown().await.unwrap();
 }

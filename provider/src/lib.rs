@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
 use crate::config::Config;
+use runtime::changelog::ChangeLogger;
 use runtime::cluster::Guard;
 use runtime::gate::Gate;
 use runtime::metrics::Metrics;
@@ -85,7 +86,7 @@ pub async fn run(
         ),
     );
 
-    let ctx = Arc::new(Context::new(
+    let mut ctx = Context::new(
         Arc::new(KubeCluster::new(
             kube.clone(),
             FIELD_MANAGER,
@@ -95,12 +96,22 @@ pub async fn run(
         Settings {
             provider_name: PROVIDER_NAME.to_owned(),
             poll_interval: config.poll_interval,
+            min_poll_interval: config.min_poll_interval,
             pending_poll_interval: config.pending_poll_interval,
             management_policies_enabled: config.enable_management_policies,
         },
         metrics,
         config.max_reconcile_rate,
-    ));
+    );
+    if config.enable_changelogs {
+        let socket = &config.changelogs_socket_path;
+        info!(socket = %socket.display(), "sending change logs");
+        // Named as crossplane-runtime's providers name themselves in
+        // change logs: `name:version`.
+        let provider = format!("{PROVIDER_NAME}:v{}", env!("CARGO_PKG_VERSION"));
+        ctx.changelog = Some(ChangeLogger::start(socket, provider, &ctx.metrics));
+    }
+    let ctx = Arc::new(ctx);
 
     let connect = Arc::new(cloud::FakecloudConnect::default());
     let gate = Gate::new(ctx, kube.clone(), kinds::gated(connect), ready_tx);

@@ -7,8 +7,8 @@
 //! `Synced` condition and the create-failed annotation, and the watch
 //! delivers those writes as new events at once. So a resource in backoff is
 //! not reconciled again before its time unless the user changed what they
-//! asked for (its [`Intent`]): a new generation, a pause or external-name
-//! annotation, a deletion.
+//! asked for (its [`Intent`]): a new generation, a pause, external-name or
+//! reconcile-requested-at annotation, a deletion.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -23,6 +23,9 @@ pub struct Intent {
     pub paused: Option<String>,
     pub external_name: Option<String>,
     pub deleting: bool,
+    /// The `crossplane.io/reconcile-requested-at` token: a new one asks
+    /// for a reconcile now.
+    pub reconcile_requested_at: Option<String>,
 }
 
 struct Failure {

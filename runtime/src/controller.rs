@@ -13,6 +13,7 @@ use kube::{Api, ResourceExt};
 
 use crate::activation::Activations;
 use crate::backoff::Backoff;
+use crate::changelog::ChangeLogger;
 use crate::cluster::Cluster;
 use crate::connect::{Connect, Connector, ProviderConfigTypes};
 use crate::echo;
@@ -55,6 +56,9 @@ pub struct Settings {
     /// The provider's name: the `source.component` of its Events.
     pub provider_name: String,
     pub poll_interval: Duration,
+    /// The shortest poll period a `crossplane.io/poll-interval` annotation
+    /// may ask for; shorter ones are clamped up to it.
+    pub min_poll_interval: Duration,
     pub pending_poll_interval: Duration,
     pub management_policies_enabled: bool,
 }
@@ -73,6 +77,8 @@ pub struct Context {
     pub activations: Activations,
     /// Versions this process wrote, whose watch events are dropped.
     pub own_writes: echo::OwnWrites,
+    /// Where change-log entries go, when change logs are enabled.
+    pub changelog: Option<ChangeLogger>,
 }
 
 impl Context {
@@ -95,6 +101,7 @@ impl Context {
             backoff: Backoff::default(),
             activations: Activations::default(),
             own_writes: echo::OwnWrites::default(),
+            changelog: None,
         }
     }
 
@@ -157,6 +164,8 @@ pub async fn run_controller<K: ManagedKind<C>, C: Connect>(
     let api: Api<K> = Api::all(kube);
     let (reader, writer) = reflector::store();
     let filter_ctx = ctx.clone();
+    // Keeps the kind's exists/ready/synced gauges in step with the watch.
+    let mut states = ctx.metrics.standard.watch::<K>();
     let trigger = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
         .modify(|mr: &mut K| {
@@ -164,6 +173,7 @@ pub async fn run_controller<K: ManagedKind<C>, C: Connect>(
             mr.annotations_mut().remove(LAST_APPLIED_ANNOTATION);
         })
         .reflect(writer)
+        .inspect_ok(move |event| states.event(event))
         .applied_objects()
         .try_filter(move |mr| {
             let triggers = match (mr.uid(), mr.resource_version()) {

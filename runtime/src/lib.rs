@@ -21,7 +21,8 @@
 //! Modules, from the bottom up:
 //! - decisions as plain functions, unit-tested without a cluster:
 //!   [`policy`] (what the management policies allow), [`fields`]
-//!   (initProvider merge, late-init, drift), [`plan`] (the next step);
+//!   (initProvider merge, late-init, drift), [`plan`] (the next step),
+//!   [`requests`] (the poll-interval and reconcile-request annotations);
 //! - the Kubernetes side: [`cluster`] (the [`Cluster`] seam, on an API
 //!   server or in memory), [`events`], [`echo`] (this process's own
 //!   writes), [`leader`];
@@ -31,10 +32,12 @@
 //!   contract), [`error`];
 //! - pacing: [`rate_limit`], [`backoff`];
 //! - the reconciler itself, [`reconcile`], its [`controller`], and the
-//!   [`gate`] that starts controllers as CRDs come and go; [`metrics`].
+//!   [`gate`] that starts controllers as CRDs come and go; [`metrics`];
+//!   [`changelog`] (change logs to Crossplane's sidecar).
 
 pub mod activation;
 pub mod backoff;
+pub mod changelog;
 pub mod cluster;
 pub mod connect;
 pub mod connection;
@@ -52,6 +55,7 @@ pub mod policy;
 pub mod rate_limit;
 pub mod reconcile;
 pub mod references;
+pub mod requests;
 pub mod session;
 
 pub use backoff::{Backoff, Intent};

@@ -2,6 +2,16 @@
 //!
 //! One registry for the process; every controller records into the same
 //! families, labelled by kind, so a dashboard needs no per-kind queries.
+//!
+//! Beside the provider's own `provider_*` families, the registry serves
+//! crossplane-runtime's and controller-runtime's standard families
+//! ([`standard`]) and the `process_*` families ([`process`]), so that the
+//! dashboards and alerts written for Go providers work unchanged.
+
+pub mod process;
+pub mod standard;
+
+pub use standard::{Standard, controller_name, gvk_label};
 
 use std::sync::Arc;
 
@@ -48,10 +58,19 @@ pub struct LaneLabels {
     pub lane: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ChangeLogErrorLabels {
+    /// `send` (the change-log service did not take the entry: no socket,
+    /// an error, a timeout) or `dropped` (the queue to it was full).
+    pub reason: String,
+}
+
 /// The provider's metric families, cheap to clone (shared handles).
 #[derive(Clone)]
 pub struct Metrics {
     registry: Arc<Registry>,
+    /// crossplane-runtime's and controller-runtime's families, unprefixed.
+    pub standard: Standard,
     pub reconciles: Family<ReconcileLabels, Counter>,
     pub reconcile_duration: Family<KindLabels, Histogram>,
     pub cloud_calls: Family<CloudCallLabels, Counter>,
@@ -68,6 +87,9 @@ pub struct Metrics {
     /// that never empties says `--max-reconcile-rate` x `--poll-interval`
     /// is below the number of resources.
     pub rate_limit_waiting: Family<LaneLabels, Gauge>,
+    /// Change-log entries (`--enable-changelogs`) that never reached the
+    /// change-log service, by reason (see [`crate::changelog`]).
+    pub changelog_errors: Family<ChangeLogErrorLabels, Counter>,
 }
 
 fn seconds_histogram() -> Histogram {
@@ -83,7 +105,8 @@ impl Default for Metrics {
 
 impl Metrics {
     pub fn new() -> Self {
-        let mut registry = Registry::with_prefix("provider");
+        let mut root = Registry::default();
+        let registry = root.sub_registry_with_prefix("provider");
         let reconciles = Family::default();
         let reconcile_duration =
             Family::new_with_constructor(seconds_histogram as fn() -> Histogram);
@@ -95,6 +118,7 @@ impl Metrics {
             Family::new_with_constructor(seconds_histogram as fn() -> Histogram);
         let rate_limit_slots = Family::default();
         let rate_limit_waiting = Family::default();
+        let changelog_errors = Family::default();
         registry.register(
             "reconciles",
             "Reconciles by kind and result",
@@ -140,8 +164,16 @@ impl Metrics {
             "Objects queued for a slot of the global reconcile-rate cap, by lane",
             rate_limit_waiting.clone(),
         );
+        registry.register(
+            "changelog_errors",
+            "Change-log entries not delivered to the change-log service, by reason",
+            changelog_errors.clone(),
+        );
+        let standard = Standard::register(&mut root);
+        root.register_collector(Box::new(process::ProcessCollector));
         Self {
-            registry: Arc::new(registry),
+            registry: Arc::new(root),
+            standard,
             reconciles,
             reconcile_duration,
             cloud_calls,
@@ -151,6 +183,7 @@ impl Metrics {
             activation_latency,
             rate_limit_slots,
             rate_limit_waiting,
+            changelog_errors,
         }
     }
 

@@ -13,7 +13,7 @@ use crossplane_types::condition::{ConditionStatus, TYPE_READY, TYPE_SYNCED};
 use crossplane_types::well_known::{
     EXTERNAL_CREATE_FAILED_ANNOTATION, EXTERNAL_CREATE_PENDING_ANNOTATION,
     EXTERNAL_CREATE_SUCCEEDED_ANNOTATION, EXTERNAL_NAME_ANNOTATION, MANAGED_RESOURCE_FINALIZER,
-    PAUSED_ANNOTATION,
+    PAUSED_ANNOTATION, POLL_INTERVAL_ANNOTATION, RECONCILE_REQUESTED_AT_ANNOTATION,
 };
 use crossplane_types::{CommonSpec, Condition, Managed, ManagedStatus, Scope};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -23,12 +23,13 @@ use serde_json::{Map, Value, json};
 use tracing::{Instrument, field, info, info_span, warn};
 
 use crate::backoff::Intent;
+use crate::changelog::OperationType;
 use crate::cluster::{ObjectKey, typed};
 use crate::connect::Connect;
 use crate::connection::ConnectionSecret;
 use crate::controller::{CATCH_UP_LIMIT, CONFLICT_RETRY, Context, ControllerContext, kind_label};
 use crate::echo::Lag;
-use crate::error::{CreateFailure, ReconcileError};
+use crate::error::{CreateFailure, ExternalError, ReconcileError};
 use crate::events::EventType;
 use crate::fields::{late_initialize, merge_init_under, without_keys};
 use crate::kind::{CloudKind, Created, ManagedKind, Observation, Readiness, non_cloud_fields};
@@ -39,6 +40,7 @@ use crate::plan::{
 use crate::policy::{self, Mode, orphans_on_delete};
 use crate::rate_limit::{Admission, Lane, Wake};
 use crate::references::Resolver;
+use crate::requests::{self, pending_request};
 use crate::session::Session;
 
 /// The status as JSON-backed generic data, so one code path serves all kinds.
@@ -123,7 +125,11 @@ pub async fn reconcile_once<K: ManagedKind<C>, C: Connect>(
         };
     }
     // Held to the end of the reconcile: it counts as in flight until then.
-    let Admission::Now(_in_flight) = ctx.limiter.admit(&key, lane_of(mr), wake) else {
+    let admission = ctx.limiter.admit(&key, lane_of(mr), wake);
+    let controller = crate::metrics::controller_name::<K>();
+    let admitted = matches!(admission, Admission::Now(_));
+    ctx.metrics.standard.arrived(&controller, &key, admitted);
+    let Admission::Now(_in_flight) = admission else {
         return Outcome {
             next: Next::Change,
             result: "deferred",
@@ -157,7 +163,17 @@ pub async fn reconcile_once<K: ManagedKind<C>, C: Connect>(
         async move {
             let timer = std::time::Instant::now();
             let mut run = Run::new(mr.clone(), ctx, connect);
+            let requested = run.pending_request();
+            let (gvk, created) = (
+                crate::metrics::gvk_label::<K>(),
+                mr.meta().creation_timestamp.as_ref().map(|t| t.0),
+            );
+            let synced_set = run.original.condition(TYPE_SYNCED).is_some();
+            ctx.metrics
+                .standard
+                .reconcile_started(&gvk, &key, synced_set, created);
             let result = run.steps().await;
+            let deleted = run.gone && result.is_ok();
             let (mut action, mut outcome) = match result {
                 Ok(action) => {
                     ctx.backoff.succeeded(&key);
@@ -180,6 +196,13 @@ pub async fn reconcile_once<K: ManagedKind<C>, C: Connect>(
                     (Next::After(ctx.backoff.failed(&key, intent)), "error")
                 }
             };
+            // The reconcile-requested-at token of the copy this reconcile
+            // started from is handled, whatever the outcome, unless a stale
+            // copy cut it short (the retry handles it).
+            if let Some(token) = requested.filter(|_| outcome != "conflict") {
+                info!(token = %token, "handled a requested reconcile");
+                run.status.last_handled_reconcile_at = Some(token);
+            }
             match run.write_status().await {
                 Ok(()) => {}
                 Err(kube::Error::Api(status)) if status.code == 409 => {
@@ -193,6 +216,16 @@ pub async fn reconcile_once<K: ManagedKind<C>, C: Connect>(
             }
             ctx.metrics
                 .record_reconcile(&kind, outcome, timer.elapsed());
+            let standard = &ctx.metrics.standard;
+            let requeue_after = matches!(action, Next::After(_));
+            standard.reconciled(&controller, outcome, requeue_after, timer.elapsed());
+            if deleted {
+                let deletion = mr.meta().deletion_timestamp.as_ref().map(|t| t.0);
+                standard.finalizer_removed(&gvk, &key, deletion);
+            } else {
+                let state = crate::metrics::standard::ready_synced(Some(&run.original));
+                standard.reconcile_ended(&gvk, &key, state, created);
+            }
             Outcome {
                 next: action,
                 result: outcome,
@@ -215,6 +248,9 @@ struct Run<'a, K: ManagedKind<C>, C: Connect> {
     paused: bool,
     /// The object is gone (its finalizer was removed): nothing to write.
     gone: bool,
+    /// How long after a settled reconcile the resource is polled again:
+    /// `--poll-interval`, or its `crossplane.io/poll-interval`.
+    poll_interval: Duration,
     /// `mr` as JSON, made once per version of it: the rules read its spec
     /// several times a reconcile.
     json: OnceLock<Value>,
@@ -237,6 +273,7 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
             mr,
             paused: false,
             gone: false,
+            poll_interval: ctx.settings.poll_interval,
             json: OnceLock::from(json),
         }
     }
@@ -252,6 +289,17 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
             .get(key)
             .cloned()
             .filter(|v| !v.is_empty())
+    }
+
+    /// The `crossplane.io/reconcile-requested-at` token of this copy, if no
+    /// reconcile has handled it yet.
+    fn pending_request(&self) -> Option<String> {
+        pending_request(
+            self.annotation(RECONCILE_REQUESTED_AT_ANNOTATION)
+                .as_deref(),
+            self.original.last_handled_reconcile_at.as_deref(),
+        )
+        .map(str::to_owned)
     }
 
     fn generation(&self) -> i64 {
@@ -307,6 +355,21 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
             return self
                 .delete(orphans_on_delete(actions, &deletion_policy))
                 .await;
+        }
+
+        // An invalid poll interval stops the reconcile before the cloud is
+        // called, until the object changes: see `crate::requests` for why.
+        match requests::poll_interval(
+            self.annotation(POLL_INTERVAL_ANNOTATION).as_deref(),
+            self.ctx.settings.poll_interval,
+            self.ctx.settings.min_poll_interval,
+        ) {
+            Ok(interval) => self.poll_interval = interval,
+            Err(invalid) => {
+                warn!(error = %invalid, "cannot use the poll interval; waiting for an edit");
+                self.set(Condition::reconcile_error(invalid.to_string()));
+                return Ok(Next::Change);
+            }
         }
 
         // Whether the external name is this resource's own: named by its
@@ -401,15 +464,16 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
                 if let Step::Update(patch) = step {
                     let name = external_name.as_deref().unwrap_or_default();
                     info!(fields = ?patch.keys().collect::<Vec<_>>(), "updating external resource");
-                    let accepted = self
+                    let result = self
                         .ctx
                         .call(
                             &self.kind,
                             "update",
                             self.mr.for_provider().update(&session, name, patch),
                         )
-                        .await
-                        .map_err(ReconcileError::Update)?;
+                        .await;
+                    self.change_log(OperationType::Update, Some(name), &result);
+                    let accepted = result.map_err(ReconcileError::Update)?;
                     session.record(accepted).await?;
                     self.event(
                         EventType::Normal,
@@ -420,6 +484,12 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
                 }
                 self.set(Condition::reconcile_success());
                 self.set_readiness(readiness);
+                let uid = self.mr.uid().unwrap_or_default();
+                self.ctx.metrics.standard.observed(
+                    &crate::metrics::gvk_label::<K>(),
+                    &uid,
+                    updated,
+                );
                 if updated {
                     // The cloud is applying the change (UPDATING, modifying):
                     // look again soon rather than a whole poll later.
@@ -453,14 +523,16 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
             (DeleteStep::Delete, Some(session)) => {
                 let name = external_name.unwrap_or_default();
                 info!("deleting external resource");
-                self.ctx
+                let result = self
+                    .ctx
                     .call(
                         &self.kind,
                         "delete",
                         self.mr.for_provider().delete(&session, &name),
                     )
-                    .await
-                    .map_err(ReconcileError::Delete)?;
+                    .await;
+                self.change_log(OperationType::Delete, Some(&name), &result);
+                result.map_err(ReconcileError::Delete)?;
                 self.event(
                     EventType::Normal,
                     "DeletedExternalResource",
@@ -515,7 +587,7 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
         }
         self.annotate_guarded(&pending).await?;
         info!("creating external resource");
-        match self
+        let result = self
             .ctx
             .call(
                 &self.kind,
@@ -524,8 +596,12 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
                     .for_provider()
                     .create(session, external_name, desired, &key),
             )
-            .await
-        {
+            .await;
+        let named = result.as_ref().map_or(external_name, |created| {
+            Some(created.external_name.as_str())
+        });
+        self.change_log(OperationType::Create, named, &result);
+        match result {
             Ok(Created {
                 external_name: name,
                 connection_details,
@@ -628,6 +704,24 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
         unreachable!("the last attempt returns")
     }
 
+    /// Sends the change-log entry of an external create, update or delete
+    /// that ended in `result`, when change logs are enabled; the snapshot
+    /// is the resource as this reconcile holds it, from before the call.
+    fn change_log<T>(
+        &self,
+        operation: OperationType,
+        external_name: Option<&str>,
+        result: &Result<T, ExternalError>,
+    ) {
+        if let Some(logger) = &self.ctx.changelog {
+            let snapshot = self
+                .json
+                .get_or_init(|| serde_json::to_value(&self.mr).unwrap_or_default());
+            let error = result.as_ref().err().map(|e| e as &dyn std::fmt::Display);
+            logger.record(&self.mr, snapshot, operation, external_name, error);
+        }
+    }
+
     /// Fills unset `forProvider` fields from the observation. The candidate
     /// goes through the kind's own type, which drops what is not a
     /// `forProvider` field (ids, states, timestamps).
@@ -727,7 +821,7 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
 
     fn requeue_for(&self, readiness: Readiness) -> Next {
         match readiness {
-            Readiness::Available => Next::After(jittered(self.ctx.settings.poll_interval)),
+            Readiness::Available => Next::After(jittered(self.poll_interval)),
             _ => Next::After(self.ctx.settings.pending_poll_interval),
         }
     }
@@ -952,29 +1046,37 @@ fn intent_of<K: Managed>(mr: &K) -> Intent {
         paused: annotation(PAUSED_ANNOTATION),
         external_name: annotation(EXTERNAL_NAME_ANNOTATION),
         deleting: mr.meta().deletion_timestamp.is_some(),
+        reconcile_requested_at: annotation(RECONCILE_REQUESTED_AT_ANNOTATION),
     }
 }
 
 /// The limiter lane of a reconcile of `mr`: the routine look at a settled
 /// resource (Ready and Synced at its current generation, not being
-/// deleted) is a poll; anything else is work. Read from the object, since
-/// the controller does not say why it reconciles.
+/// deleted, no reconcile-requested-at token pending) is a poll; anything
+/// else is work. Read from the object, since the controller does not say
+/// why it reconciles.
 pub(crate) fn lane_of<K: Managed>(mr: &K) -> Lane {
-    let conditions = mr
-        .managed_status()
+    let status = mr.managed_status();
+    let conditions = status
         .map(|status| status.conditions.as_slice())
         .unwrap_or_default();
+    let requested = pending_request(
+        mr.annotations()
+            .get(RECONCILE_REQUESTED_AT_ANNOTATION)
+            .map(String::as_str),
+        status.and_then(|s| s.last_handled_reconcile_at.as_deref()),
+    );
     lane_for(
         mr.meta().generation,
-        mr.meta().deletion_timestamp.is_some(),
+        mr.meta().deletion_timestamp.is_some() || requested.is_some(),
         conditions,
     )
 }
 
 /// The lane of a resource at `generation` with these `conditions`: only a
-/// settled one (not deleting, `Ready` and `Synced` true for this
-/// generation) waits in the poll lane.
-fn lane_for(generation: Option<i64>, deleting: bool, conditions: &[Condition]) -> Lane {
+/// settled one (nothing `due`: not deleting nor asked to reconcile now;
+/// `Ready` and `Synced` true for this generation) waits in the poll lane.
+fn lane_for(generation: Option<i64>, due: bool, conditions: &[Condition]) -> Lane {
     let holds = |type_: &str| {
         conditions.iter().any(|c| {
             c.type_ == type_
@@ -982,7 +1084,7 @@ fn lane_for(generation: Option<i64>, deleting: bool, conditions: &[Condition]) -
                 && c.observed_generation == generation
         })
     };
-    if !deleting && holds(TYPE_READY) && holds(TYPE_SYNCED) {
+    if !due && holds(TYPE_READY) && holds(TYPE_SYNCED) {
         Lane::Poll
     } else {
         Lane::Work
@@ -1020,8 +1122,8 @@ mod tests {
 
     #[test]
     fn only_a_settled_resource_waits_in_the_poll_lane() {
-        let lane = |generation, deleting, conditions: Vec<Condition>| {
-            lane_for(Some(generation), deleting, &conditions)
+        let lane = |generation, due, conditions: Vec<Condition>| {
+            lane_for(Some(generation), due, &conditions)
         };
         assert_eq!(lane(2, false, conditions("True", "True", 2)), Lane::Poll);
         assert_eq!(
@@ -1042,7 +1144,7 @@ mod tests {
         assert_eq!(
             lane(2, true, conditions("True", "True", 2)),
             Lane::Work,
-            "deleting"
+            "deleting, or a reconcile-requested-at token not yet handled"
         );
         assert_eq!(lane(1, false, Vec::new()), Lane::Work, "new");
     }
