@@ -60,25 +60,51 @@ impl OwnWrites {
         self.by_uid.lock().expect("own-writes lock poisoned")
     }
 
-    /// Remembers that this process reconciled from, or wrote, version
-    /// `resource_version` of the object `uid`: its newest handled version.
+    /// Remembers that this process wrote version `resource_version` of the
+    /// object `uid`: its newest handled version, which the watch has not
+    /// delivered yet.
     pub fn handled(&self, uid: &str, resource_version: &str) {
+        self.remember(uid, resource_version, false);
+    }
+
+    /// Remembers that a reconcile starts from version `resource_version` of
+    /// the object `uid`, a copy from the watch's cache: the watch has
+    /// delivered it, so it is caught up ([`Seen::caught_up`]). That is what
+    /// lets [`OwnWrites::triggers`] tell when this copy was older than a
+    /// write of ours (see there).
+    pub fn reconciling(&self, uid: &str, resource_version: &str) {
+        self.remember(uid, resource_version, true);
+    }
+
+    fn remember(&self, uid: &str, resource_version: &str, delivered: bool) {
         let mut by_uid = self.lock();
         let seen = by_uid.entry(uid.to_owned()).or_default();
         if seen.versions.back().is_some_and(|v| v == resource_version) {
+            seen.caught_up |= delivered;
             return;
         }
         if seen.versions.len() == REMEMBERED {
             seen.versions.pop_front();
         }
         seen.versions.push_back(resource_version.to_owned());
-        seen.caught_up = false;
+        seen.caught_up = delivered;
         seen.waiting = false;
     }
 
     /// Whether the watch event of this version should trigger a reconcile:
     /// not for a version this process handled (an echo), except the newest
     /// when a reconcile waits for it.
+    ///
+    /// The order of `versions` is the order in which they were handled,
+    /// which is not always the server's: a reconcile that re-read the object
+    /// (after a 409) writes on top of a version this process never handled,
+    /// and the next reconcile may start from that older version (already
+    /// delivered, so caught up) before our write's echo arrives. The watch
+    /// delivers in the server's order, so an echo of ours that arrives once
+    /// the newest is caught up is newer than it: it becomes the newest.
+    /// Otherwise that newer copy would look superseded by the older one
+    /// forever, and every look at the object would wait for an event that
+    /// had already come ([`Lag::Waiting`], issue 28).
     pub fn triggers(&self, uid: &str, resource_version: &str) -> bool {
         let mut by_uid = self.lock();
         let Some(seen) = by_uid.get_mut(uid) else {
@@ -88,7 +114,14 @@ impl OwnWrites {
             seen.caught_up = true;
             return std::mem::take(&mut seen.waiting);
         }
-        !seen.versions.iter().any(|v| v == resource_version)
+        let Some(at) = seen.versions.iter().position(|v| v == resource_version) else {
+            return true;
+        };
+        if seen.caught_up {
+            let newer = seen.versions.remove(at).expect("found above");
+            seen.versions.push_back(newer);
+        }
+        false
     }
 
     /// `None` when this copy is current as far as this process knows;
@@ -177,6 +210,33 @@ mod tests {
         // A newer write of ours starts the wait afresh.
         own.handled("a", "3");
         assert_eq!(own.lag("a", "1"), Some(Lag::Waiting));
+    }
+
+    /// Issue 28. A reconcile that re-read the object (`record_created`
+    /// after a 409) wrote 3 on top of another replica's 2, which this
+    /// process never handled. The watch then delivers 2 and the next
+    /// reconcile starts from it, before the watch delivers 3. Recording 2 as
+    /// the newest version made the later copy 3 look superseded by it: every
+    /// look from then on waited for an event of 2 that had already come,
+    /// `CATCH_UP_LIMIT` after `CATCH_UP_LIMIT`, until someone else wrote.
+    #[test]
+    fn a_copy_read_before_the_echo_of_a_later_write_does_not_stall_the_next_look() {
+        let own = OwnWrites::default();
+        own.reconciling("a", "1");
+        own.handled("a", "3");
+        assert!(own.triggers("a", "2"), "the other replica's write");
+        assert_eq!(own.lag("a", "2"), None, "not known to be older");
+        own.reconciling("a", "2");
+        assert!(!own.triggers("a", "3"), "our write's echo");
+        assert_eq!(own.lag("a", "3"), None, "the cache holds our newest write");
+        // The usual order still holds: a write's echo after an older one's.
+        own.reconciling("a", "3");
+        own.handled("a", "4");
+        own.handled("a", "5");
+        assert!(!own.triggers("a", "4"));
+        assert_eq!(own.lag("a", "4"), Some(Lag::Waiting), "5 is not in yet");
+        assert!(own.triggers("a", "5"), "and wakes the waiting reconcile");
+        assert_eq!(own.lag("a", "5"), None);
     }
 
     #[test]

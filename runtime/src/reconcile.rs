@@ -136,7 +136,7 @@ pub async fn reconcile_once<K: ManagedKind<C>, C: Connect>(
         };
     };
     if let Some(version) = &version {
-        ctx.own_writes.handled(&key, version);
+        ctx.own_writes.reconciling(&key, version);
     }
     let kind = kind_label::<K>();
     if let Some(latency) = ctx.activations.first_reconcile(&kind) {
