@@ -110,7 +110,7 @@ async fn two_replicas_at_a_low_rate_cap_lose_no_pending_look() -> anyhow::Result
         .await?
         .items
         .iter()
-        .filter_map(|vpc| e2e::world::external_name(vpc))
+        .filter_map(e2e::world::external_name)
         .collect();
     let in_cloud: BTreeSet<String> = world
         .admin
