@@ -20,34 +20,10 @@ log() { printf '[control-plane] %s\n' "$*" >&2; }
 cache_root="${FCP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/fakecloud-provider}"
 mkdir -p "$cache_root"
 
-# Run privileged commands directly as root, through sudo otherwise.
-as_root() {
-  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
-}
-
-need_pkgs=()
-for pkg in etcd-server golang-go rsync golang-github-modern-go-reflect2-dev make dpkg-dev; do
-  dpkg -s "$pkg" >/dev/null 2>&1 || need_pkgs+=("$pkg")
-done
-
-# The source version decides the cache key; ask apt once sources are enabled.
-sources_file=/etc/apt/sources.list.d/fcp-deb-src.sources
-if [ ! -f "$sources_file" ]; then
-  log "enabling deb-src for bookworm ($sources_file)"
-  as_root tee "$sources_file" >/dev/null <<'SRC'
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-  as_root apt-get update -qq
-fi
-
-if [ "${#need_pkgs[@]}" -gt 0 ]; then
-  log "installing ${need_pkgs[*]}"
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >&2
-fi
+# Its Debian packages (etcd-server, Go and the build tools) and the deb-src
+# entry that finds the kubernetes source package: scripts/setup is the one
+# place that installs what the project needs (silent when all is present).
+"$(dirname "$0")/../../scripts/setup" control-plane >&2
 
 version="$(apt-cache showsrc kubernetes 2>/dev/null | awk '/^Version:/ {print $2; exit}')"
 if [ -z "$version" ]; then

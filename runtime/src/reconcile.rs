@@ -163,7 +163,7 @@ pub async fn reconcile_once<K: ManagedKind<C>, C: Connect>(
         async move {
             let timer = std::time::Instant::now();
             let mut run = Run::new(mr.clone(), ctx, connect);
-            let requested = run.pending_request();
+            let requested = requested_token(mr).map(str::to_owned);
             let (gvk, created) = (
                 crate::metrics::gvk_label::<K>(),
                 mr.meta().creation_timestamp.as_ref().map(|t| t.0),
@@ -289,17 +289,6 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
             .get(key)
             .cloned()
             .filter(|v| !v.is_empty())
-    }
-
-    /// The `crossplane.io/reconcile-requested-at` token of this copy, if no
-    /// reconcile has handled it yet.
-    fn pending_request(&self) -> Option<String> {
-        pending_request(
-            self.annotation(RECONCILE_REQUESTED_AT_ANNOTATION)
-                .as_deref(),
-            self.original.last_handled_reconcile_at.as_deref(),
-        )
-        .map(str::to_owned)
     }
 
     fn generation(&self) -> i64 {
@@ -1056,20 +1045,27 @@ fn intent_of<K: Managed>(mr: &K) -> Intent {
 /// else is work. Read from the object, since the controller does not say
 /// why it reconciles.
 pub(crate) fn lane_of<K: Managed>(mr: &K) -> Lane {
-    let status = mr.managed_status();
-    let conditions = status
+    let conditions = mr
+        .managed_status()
         .map(|status| status.conditions.as_slice())
         .unwrap_or_default();
-    let requested = pending_request(
+    lane_for(
+        mr.meta().generation,
+        mr.meta().deletion_timestamp.is_some() || requested_token(mr).is_some(),
+        conditions,
+    )
+}
+
+/// The `crossplane.io/reconcile-requested-at` token of this copy of `mr`,
+/// if no reconcile has handled it yet: it puts the reconcile in the work
+/// lane, and the reconcile records it as handled.
+fn requested_token<K: Managed>(mr: &K) -> Option<&str> {
+    pending_request(
         mr.annotations()
             .get(RECONCILE_REQUESTED_AT_ANNOTATION)
             .map(String::as_str),
-        status.and_then(|s| s.last_handled_reconcile_at.as_deref()),
-    );
-    lane_for(
-        mr.meta().generation,
-        mr.meta().deletion_timestamp.is_some() || requested.is_some(),
-        conditions,
+        mr.managed_status()
+            .and_then(|s| s.last_handled_reconcile_at.as_deref()),
     )
 }
 
