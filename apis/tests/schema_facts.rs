@@ -101,7 +101,7 @@ fn names_groups_scope_and_categories() {
 }
 
 #[test]
-fn printer_columns_are_ready_synced_external_name_age() {
+fn printer_columns_are_ready_synced_drift_external_name_age() {
     for crd in managed_crds() {
         let columns = crd.spec.versions[0]
             .additional_printer_columns
@@ -124,6 +124,7 @@ fn printer_columns_are_ready_synced_external_name_age() {
                     "string",
                     ".status.conditions[?(@.type=='Synced')].status"
                 ),
+                ("DRIFT", "integer", ".status.drift.count"),
                 (
                     "EXTERNAL-NAME",
                     "string",

@@ -1,4 +1,5 @@
-//! Status conditions in Crossplane's vocabulary: `Ready` and `Synced`.
+//! Status conditions in Crossplane's vocabulary, `Ready` and `Synced`, and
+//! the runtime's own `UpToDate` (drift, see [`crate::drift`]).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -9,6 +10,10 @@ use serde::{Deserialize, Serialize};
 pub const TYPE_READY: &str = "Ready";
 /// Condition type: whether the last reconcile succeeded.
 pub const TYPE_SYNCED: &str = "Synced";
+/// Condition type: whether the cloud holds what the resource declares
+/// (`status.drift` lists the fields that differ). Not a Crossplane type:
+/// the Rust runtime's own, beside `Ready` and `Synced`.
+pub const TYPE_UP_TO_DATE: &str = "UpToDate";
 
 /// `Ready=True`: the external resource is available.
 pub const REASON_AVAILABLE: &str = "Available";
@@ -25,6 +30,15 @@ pub const REASON_RECONCILE_ERROR: &str = "ReconcileError";
 /// `Synced=False`: reconciliation is paused by annotation or by
 /// `managementPolicies: []`.
 pub const REASON_RECONCILE_PAUSED: &str = "ReconcilePaused";
+
+/// `UpToDate=True`: no `forProvider` field differs from the cloud (fields
+/// only `initProvider` sets may).
+pub const REASON_NO_DRIFT: &str = "NoDrift";
+/// `UpToDate=False`: fields differ and the provider is updating them.
+pub const REASON_DRIFTED: &str = "Drifted";
+/// `UpToDate=False`: fields differ and the provider leaves them (the
+/// policies lack `Update` or `Create`, or the fields are create-only).
+pub const REASON_DRIFT_IGNORED: &str = "DriftIgnored";
 
 /// The status of a condition, as Kubernetes spells it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -44,7 +58,7 @@ pub enum ConditionStatus {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Condition {
-    /// `Ready` or `Synced`.
+    /// `Ready` or `Synced`; on managed resources also `UpToDate`.
     #[serde(rename = "type")]
     pub type_: String,
     /// `True`, `False` or `Unknown`.

@@ -12,6 +12,7 @@
 //! controller runtime.
 
 pub mod condition;
+pub mod drift;
 pub mod managed;
 pub mod policy;
 pub mod provider_config;
@@ -24,6 +25,7 @@ pub mod status;
 pub mod well_known;
 
 pub use condition::{Condition, ConditionStatus};
+pub use drift::{Drift, DriftAction, DriftedField};
 pub use managed::{ConnectionDetail, ExternalNameOrigin, Managed, ReferenceField};
 pub use policy::{DeletionPolicy, ManagementAction};
 pub use provider_config::{CredentialsSource, ProviderConfigStatus, ProviderCredentials};

@@ -4,13 +4,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::condition::{Condition, set_condition};
+use crate::drift::Drift;
 
 /// The observed state of the managed resource: its conditions and everything
 /// the cloud reports about the external resource.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ManagedStatus<A> {
-    /// `Ready` and `Synced`, one entry per type.
+    /// `Ready`, `Synced` and `UpToDate`, one entry per type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
@@ -21,6 +22,10 @@ pub struct ManagedStatus<A> {
     /// handled: a different token on the object asks for a reconcile now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_handled_reconcile_at: Option<String>,
+    /// How the cloud differs from the declaration and what the provider
+    /// does about each field (see [`Drift`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<Drift>,
 }
 
 // Not derived: a derive would demand `A: Default`, which an empty status
@@ -31,6 +36,7 @@ impl<A> Default for ManagedStatus<A> {
             conditions: Vec::new(),
             at_provider: None,
             last_handled_reconcile_at: None,
+            drift: None,
         }
     }
 }

@@ -73,3 +73,26 @@ pub fn at_provider<K: Serialize>(object: &K) -> Value {
         .and_then(|v| v.pointer("/status/atProvider").cloned())
         .unwrap_or(Value::Null)
 }
+
+/// `status.drift` as JSON (`Null` before the first observation).
+pub fn drift<K: Serialize>(object: &K) -> Value {
+    serde_json::to_value(object)
+        .ok()
+        .and_then(|v| v.pointer("/status/drift").cloned())
+        .unwrap_or(Value::Null)
+}
+
+/// `status.drift.count`, the `DRIFT` column; `None` before the first
+/// observation.
+pub fn drift_count<K: Serialize>(object: &K) -> Option<u64> {
+    drift(object)["count"].as_u64()
+}
+
+/// The `status.drift` entry for `path`, if listed.
+pub fn drifted_field<K: Serialize>(object: &K, path: &str) -> Option<Value> {
+    drift(object)["fields"]
+        .as_array()?
+        .iter()
+        .find(|f| f["path"] == path)
+        .cloned()
+}

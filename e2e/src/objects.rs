@@ -167,6 +167,26 @@ impl Objects {
         Ok(())
     }
 
+    /// The reasons and messages of the Events about the object `name` of
+    /// kind `K` (in any namespace: a cluster-scoped object's Events live in
+    /// `default`), oldest first, as `kubectl describe` lists them.
+    pub async fn events<K: Kind>(&self, name: &str) -> Result<Vec<(String, String)>, ObjectsError> {
+        let api = Api::<k8s_openapi::api::core::v1::Event>::all(self.client.clone());
+        let selector = format!(
+            "involvedObject.name={name},involvedObject.kind={}",
+            K::kind(&())
+        );
+        let mut events = api
+            .list(&kube::api::ListParams::default().fields(&selector))
+            .await?
+            .items;
+        events.sort_by_key(|e| e.first_timestamp.clone().map(|t| t.0));
+        Ok(events
+            .into_iter()
+            .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
+            .collect())
+    }
+
     /// Polls until `done` holds and returns the object; a timeout carries
     /// the object as last seen, so the failure says why.
     pub async fn wait_for<K: Kind>(

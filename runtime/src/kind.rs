@@ -84,6 +84,16 @@ pub trait CloudKind<C: Connect>: Sized {
     /// fields are added from [`crossplane_types::Managed::REFERENCES`].
     const STEERING_FIELDS: &'static [&'static str];
 
+    /// Top-level `forProvider` keys the cloud accepts at create only (its
+    /// update call refuses them): never sent in an update; a difference is
+    /// reported in `status.drift` as `CreateOnly` instead.
+    const CREATE_ONLY_FIELDS: &'static [&'static str] = &[];
+
+    /// Top-level `forProvider` keys whose values are secrets: `status.drift`
+    /// says only that they differ, never a value. Write-only fields (see
+    /// [`Self::write_only_drift`]) are always treated so.
+    const SENSITIVE_FIELDS: &'static [&'static str] = &[];
+
     /// Reads the external resource; `None` when the cloud does not know it.
     fn observe(
         &self,
@@ -136,8 +146,9 @@ pub trait CloudKind<C: Connect>: Sized {
     /// Write-only fields (a master password) whose desired value differs
     /// from the one the provider last applied. The cloud never returns them,
     /// so comparing with the observation cannot see a change; the kind
-    /// compares with its own record. Asked only when the policies allow
-    /// `Update` and the resource exists; merged into the update patch.
+    /// compares with its own record. Asked whenever the resource exists and
+    /// is not being deleted; merged into the update patch when the policies
+    /// allow `Update`, and reported in `status.drift` either way.
     fn write_only_drift(
         &self,
         _session: &Session<'_, C::Client>,

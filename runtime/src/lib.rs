@@ -42,6 +42,7 @@ pub mod cluster;
 pub mod connect;
 pub mod connection;
 pub mod controller;
+pub mod drift;
 pub mod echo;
 pub mod error;
 pub mod events;

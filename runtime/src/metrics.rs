@@ -90,6 +90,12 @@ pub struct Metrics {
     /// Change-log entries (`--enable-changelogs`) that never reached the
     /// change-log service, by reason (see [`crate::changelog`]).
     pub changelog_errors: Family<ChangeLogErrorLabels, Counter>,
+    /// From the first reconcile that found a field drifted (its
+    /// `status.drift` entry's `since`) to the first that found it corrected
+    /// by an update, by kind. crossplane-runtime's
+    /// `crossplane_managed_resource_drift_seconds` (in [`Standard`]) keeps
+    /// its own meaning, the time since the resource was last seen in sync.
+    pub drift_correction: Family<KindLabels, Histogram>,
 }
 
 fn seconds_histogram() -> Histogram {
@@ -119,6 +125,7 @@ impl Metrics {
         let rate_limit_slots = Family::default();
         let rate_limit_waiting = Family::default();
         let changelog_errors = Family::default();
+        let drift_correction = Family::new_with_constructor(seconds_histogram as fn() -> Histogram);
         registry.register(
             "reconciles",
             "Reconciles by kind and result",
@@ -169,6 +176,11 @@ impl Metrics {
             "Change-log entries not delivered to the change-log service, by reason",
             changelog_errors.clone(),
         );
+        registry.register(
+            "drift_correction_seconds",
+            "From first finding a field drifted to finding it corrected by an update",
+            drift_correction.clone(),
+        );
         let standard = Standard::register(&mut root);
         root.register_collector(Box::new(process::ProcessCollector));
         Self {
@@ -184,6 +196,7 @@ impl Metrics {
             rate_limit_slots,
             rate_limit_waiting,
             changelog_errors,
+            drift_correction,
         }
     }
 

@@ -9,14 +9,14 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crossplane_types::ExternalNameOrigin;
-use crossplane_types::condition::{ConditionStatus, TYPE_READY, TYPE_SYNCED};
+use crossplane_types::condition::{ConditionStatus, TYPE_READY, TYPE_SYNCED, TYPE_UP_TO_DATE};
 use crossplane_types::well_known::{
     EXTERNAL_CREATE_FAILED_ANNOTATION, EXTERNAL_CREATE_PENDING_ANNOTATION,
     EXTERNAL_CREATE_SUCCEEDED_ANNOTATION, EXTERNAL_NAME_ANNOTATION, MANAGED_RESOURCE_FINALIZER,
     PAUSED_ANNOTATION, POLL_INTERVAL_ANNOTATION, RECONCILE_REQUESTED_AT_ANNOTATION,
 };
 use crossplane_types::{CommonSpec, Condition, Managed, ManagedStatus, Scope};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
 use serde_json::{Map, Value, json};
@@ -28,6 +28,7 @@ use crate::cluster::{ObjectKey, typed};
 use crate::connect::Connect;
 use crate::connection::ConnectionSecret;
 use crate::controller::{CATCH_UP_LIMIT, CONFLICT_RETRY, Context, ControllerContext, kind_label};
+use crate::drift;
 use crate::echo::Lag;
 use crate::error::{CreateFailure, ExternalError, ReconcileError};
 use crate::events::EventType;
@@ -426,11 +427,12 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
 
         self.ensure_finalizer().await?;
 
-        let desired = without_keys(&self.spec_json("forProvider"), &non_cloud_fields::<K, C>());
+        let non_cloud = non_cloud_fields::<K, C>();
+        let desired = without_keys(&self.spec_json("forProvider"), &non_cloud);
         let write_only = match &observed {
             Observed::Exists {
                 deleting: false, ..
-            } if actions.update => self
+            } => self
                 .mr
                 .for_provider()
                 .write_only_drift(&session)
@@ -438,15 +440,51 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
                 .map_err(ReconcileError::Observe)?,
             _ => Map::new(),
         };
-        match live_step(actions, &desired, write_only, &observed) {
-            Step::ReportMissing => Err(ReconcileError::ExternalMissing),
-            Step::Create => self.create(&mut session, external_name.as_deref()).await,
+        // Create-only fields are never sent in an update; status.drift
+        // reports them instead.
+        let updatable = without_keys(
+            &desired,
+            <K::ForProvider as CloudKind<C>>::CREATE_ONLY_FIELDS,
+        );
+        let init = without_keys(&self.spec_json("initProvider"), &non_cloud);
+        let drift = |observed| drift::Inputs {
+            actions,
+            desired: &desired,
+            init: &init,
+            observed,
+            write_only: &write_only,
+            create_only: <K::ForProvider as CloudKind<C>>::CREATE_ONLY_FIELDS,
+            sensitive: <K::ForProvider as CloudKind<C>>::SENSITIVE_FIELDS,
+        };
+        match live_step(actions, &updatable, write_only.clone(), &observed) {
+            Step::ReportMissing => {
+                self.report_drift(drift(None)).await;
+                Err(ReconcileError::ExternalMissing)
+            }
+            Step::Create => {
+                // Being created: no difference to show until it is observed.
+                self.status.drift = None;
+                self.status
+                    .conditions
+                    .retain(|c| c.type_ != TYPE_UP_TO_DATE);
+                self.create(&mut session, external_name.as_deref()).await
+            }
             step => {
-                let (Some(seen), Observed::Exists { at_provider, .. }) = (&seen, &observed) else {
+                let (
+                    Some(seen),
+                    Observed::Exists {
+                        at_provider,
+                        deleting,
+                    },
+                ) = (&seen, &observed)
+                else {
                     unreachable!("update and up-to-date steps need an observation")
                 };
                 if actions.late_initialize {
                     self.late_initialize(at_provider).await?;
+                }
+                if !deleting {
+                    self.report_drift(drift(Some(at_provider))).await;
                 }
                 let readiness = K::ForProvider::readiness(seen);
                 let updated = matches!(step, Step::Update(_));
@@ -741,6 +779,36 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
             .await?;
         }
         Ok(())
+    }
+
+    /// Writes `status.drift` and `UpToDate` for this observation, with an
+    /// event where drift started or ended (not on every poll: only when the
+    /// set of drifted fields changes) and the correction time of each field
+    /// an update corrected.
+    async fn report_drift(&mut self, inputs: drift::Inputs<'_>) {
+        let now = jiff::Timestamp::now();
+        let previous = self.status.drift.take();
+        let report = drift::status(drift::differences(&inputs), previous.as_ref(), &Time(now));
+        let changes = drift::changes(previous.as_ref(), &report);
+        for ended in changes.ended.iter().filter(|e| e.corrected) {
+            let took = now.duration_since(ended.since.0).as_secs_f64().max(0.0);
+            self.ctx
+                .metrics
+                .drift_correction
+                .get_or_create(&crate::metrics::KindLabels {
+                    kind: self.kind.clone(),
+                })
+                .observe(took);
+        }
+        for (reason, message) in [changes.detected_event(), changes.cleared_event()]
+            .into_iter()
+            .flatten()
+        {
+            info!(reason, message = %message, "drift changed");
+            self.event(EventType::Normal, reason, &message).await;
+        }
+        self.set(drift::condition(&report));
+        self.status.drift = Some(report);
     }
 
     async fn connect(&self) -> Result<Session<'a, C::Client>, ReconcileError> {

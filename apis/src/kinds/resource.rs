@@ -53,6 +53,7 @@ macro_rules! managed_resource {
             category = "fakecloud",
             printcolumn = r#"{"name":"READY","type":"string","jsonPath":".status.conditions[?(@.type=='Ready')].status"}"#,
             printcolumn = r#"{"name":"SYNCED","type":"string","jsonPath":".status.conditions[?(@.type=='Synced')].status"}"#,
+            printcolumn = r#"{"name":"DRIFT","type":"integer","jsonPath":".status.drift.count"}"#,
             printcolumn = r#"{"name":"EXTERNAL-NAME","type":"string","jsonPath":".metadata.annotations.crossplane\\.io/external-name"}"#,
             printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
         )]

@@ -8,6 +8,7 @@
 
 mod activation;
 mod connection;
+mod drift;
 mod network;
 mod nodegroup;
 
@@ -36,6 +37,8 @@ pub enum Story {
     AutoscaledNodeGroup(Scope),
     ConnectionSecret(Scope),
     OrphanDeletion(Scope),
+    /// Played on the namespaced kinds only: the e2e suite plays it on both.
+    Drift(Scope),
 }
 
 impl Story {
@@ -56,6 +59,7 @@ impl Story {
     pub fn all() -> Vec<Story> {
         let mut all = vec![Story::LateActivation];
         all.extend(Story::of(Scope::Namespaced));
+        all.push(Story::Drift(Scope::Namespaced));
         all.extend(Story::of(Scope::Legacy));
         all
     }
@@ -68,7 +72,8 @@ impl Story {
             | Story::ImportProcedure(scope)
             | Story::AutoscaledNodeGroup(scope)
             | Story::ConnectionSecret(scope)
-            | Story::OrphanDeletion(scope) => Some(scope),
+            | Story::OrphanDeletion(scope)
+            | Story::Drift(scope) => Some(scope),
         }
     }
 
@@ -106,6 +111,9 @@ impl Story {
             }
             Story::OrphanDeletion(Scope::Legacy) => {
                 "Deletion with Orphan: deleting the managed resource leaves the cloud resource alone (seed 003)"
+            }
+            Story::Drift(_) => {
+                "Drift: status.drift shows what differs from the cloud and what the provider does about it, also where its policies forbid acting"
             }
         }
     }
@@ -198,6 +206,8 @@ pub async fn play_all(
             Story::OrphanDeletion(Scope::Legacy) => {
                 network::orphan::<Legacy>(system, &legacy).await
             }
+            Story::Drift(Scope::Namespaced) => drift::play::<Namespaced>(system).await,
+            Story::Drift(Scope::Legacy) => drift::play::<Legacy>(system).await,
         };
         let took = progress.elapsed().saturating_sub(started).as_secs_f64();
         let stage = system.stage();

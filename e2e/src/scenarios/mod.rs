@@ -13,6 +13,7 @@
 //! (the demo).
 
 pub mod connection;
+pub mod drift;
 pub mod network;
 pub mod node_group;
 pub mod observe;

@@ -7,9 +7,11 @@ use fakecloud::client::Address;
 use fakecloud::model::Kind;
 use serde_json::{Value, json};
 
-use super::report::{at_provider_fields, mutating, status_row};
+use super::report::{at_provider_fields, drift_lines, mutating, status_row};
 use super::{READY, REGION, ScenarioError, Stage, Verdict, under};
-use crate::managed::{at_provider, external_name, is_ready, is_synced, spec_of};
+use crate::managed::{
+    at_provider, condition, drifted_field, external_name, is_ready, is_synced, spec_of,
+};
 use crate::scope::Scope;
 
 /// The cluster every node group joins.
@@ -128,6 +130,17 @@ pub async fn autoscaled<S: Scope>(
     verdict.check(
         "desiredSize was not late-initialised into forProvider",
         spec_desired.is_none(),
+    );
+    for line in drift_lines(&now) {
+        stage.say(line);
+    }
+    let desired = drifted_field(&now, "scalingConfig.desiredSize").unwrap_or(Value::Null);
+    verdict.check(
+        "status.drift shows desiredSize as initProvider's (declared 1, observed 3), and UpToDate stays True",
+        desired["action"] == "InitProvider"
+            && desired["declared"] == "1"
+            && desired["observed"] == "3"
+            && condition(&now, "UpToDate").is_some_and(|(s, r, _)| s == "True" && r == "NoDrift"),
     );
 
     stage.say("apply maxSize 6 in forProvider");

@@ -8,10 +8,10 @@ use crossplane_types::well_known::EXTERNAL_NAME_ANNOTATION;
 use fakecloud::model::{CreateVpc, Kind};
 use serde_json::{Value, json};
 
-use super::report::{at_provider_fields, mutating, status_row};
+use super::report::{at_provider_fields, drift_lines, mutating, status_row};
 use super::{READY, REGION, ScenarioError, Stage, Verdict, collection, region, under};
 use crate::managed::{
-    at_provider, external_name, is_ready, is_synced, observed_generation, spec_of,
+    at_provider, drift_count, external_name, is_ready, is_synced, observed_generation, spec_of,
 };
 use crate::objects::Objects;
 use crate::scope::Scope;
@@ -216,20 +216,45 @@ pub async fn take_over<S: Scope>(
         .await?;
     let cidr = at_provider(&observed)["cidrBlock"].clone();
     let tags = at_provider(&observed)["tags"].clone();
-    let manifest = |tags: &Value| {
+    let manifest_with = |policies: Value, tags: &Value| {
         S::manifest(
             "network",
             "VPC",
             json!({ "name": vpc.name, "annotations": { EXTERNAL_NAME_ANNOTATION: vpc.id } }),
-            json!({ "managementPolicies": ["*"],
+            json!({ "managementPolicies": policies,
                     "forProvider": { "region": REGION, "cidrBlock": cidr, "tags": tags } }),
         )
     };
+    let manifest = |tags: &Value| manifest_with(json!(["*"]), tags);
 
     let path = vpc.path();
     let mark = stage.audit_mark().await?;
+    // The plan first: still observe-only, the copied fields declared;
+    // status.drift says what widening the policies would change.
     stage.say(format!(
-        "apply VPC/{}: managementPolicies [\"*\"], forProvider.cidrBlock and tags copied from atProvider",
+        "apply VPC/{}: still [\"Observe\"], forProvider.cidrBlock and tags copied from atProvider, to read the plan",
+        vpc.name
+    ));
+    let planned = objects
+        .apply::<S::Vpc>(manifest_with(json!(["Observe"]), &tags))
+        .await?;
+    let generation = kube::Resource::meta(&planned)
+        .generation
+        .unwrap_or_default();
+    let plan = objects
+        .wait_for::<S::Vpc>(&vpc.name, "plan read", READY, |v| {
+            observed_generation(v) >= generation && drift_count(v).is_some()
+        })
+        .await?;
+    for line in drift_lines(&plan) {
+        stage.say(line);
+    }
+    verdict.check(
+        "the plan before the takeover is empty (status.drift.count 0)",
+        drift_count(&plan) == Some(0),
+    );
+    stage.say(format!(
+        "apply VPC/{}: managementPolicies [\"*\"]",
         vpc.name
     ));
     let taken = objects.apply::<S::Vpc>(manifest(&tags)).await?;

@@ -6,20 +6,52 @@ use kube::Resource;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::managed::{at_provider, condition, external_name};
+use crate::managed::{at_provider, condition, drift, drift_count, external_name};
 
-/// `KIND/NAME  READY=True  SYNCED=True  EXTERNAL-NAME=vpc-...`, as the
-/// columns of `kubectl get managed` show them.
+/// `KIND/NAME  READY=True  SYNCED=True  DRIFT=0  EXTERNAL-NAME=vpc-...`,
+/// as the columns of `kubectl get managed` show them.
 pub fn status_row<K: Resource<DynamicType = ()> + Serialize>(object: &K) -> String {
     let status = |type_: &str| condition(object, type_).map_or_else(|| "-".to_owned(), |c| c.0);
     format!(
-        "{}/{}  READY={}  SYNCED={}  EXTERNAL-NAME={}",
+        "{}/{}  READY={}  SYNCED={}  DRIFT={}  EXTERNAL-NAME={}",
         K::kind(&()),
         object.meta().name.as_deref().unwrap_or_default(),
         status("Ready"),
         status("Synced"),
+        drift_count(object).map_or_else(|| "-".to_owned(), |n| n.to_string()),
         external_name(object).unwrap_or_else(|| "-".into()),
     )
+}
+
+/// `status.drift`, one line per listed field, as a user reads it with
+/// `kubectl get -o yaml`: `tags.env: declared prod, observed dev ->
+/// WouldUpdate`; a first line with `UpToDate` and the count.
+pub fn drift_lines<K: Serialize>(object: &K) -> Vec<String> {
+    let drift = drift(object);
+    let up_to_date = condition(object, "UpToDate").map_or_else(
+        || "UpToDate unset".to_owned(),
+        |(status, reason, _)| format!("UpToDate={status} ({reason})"),
+    );
+    let mut lines = vec![format!(
+        "status.drift: {} field(s) differ; {up_to_date}",
+        drift["count"].as_u64().unwrap_or(0)
+    )];
+    for field in drift["fields"].as_array().into_iter().flatten() {
+        let text = |key: &str| field[key].as_str().map(str::to_owned);
+        let value = |key: &str| match (text(key), field["sensitive"] == true) {
+            (_, true) => "(sensitive)".to_owned(),
+            (Some(v), _) => v,
+            (None, _) => "(none)".to_owned(),
+        };
+        lines.push(format!(
+            "  {}: declared {}, observed {} -> {}",
+            text("path").unwrap_or_default(),
+            value("declared"),
+            value("observed"),
+            text("action").unwrap_or_default()
+        ));
+    }
+    lines
 }
 
 /// `atProvider: a=1, b.c=2` for the listed JSON pointers (without the

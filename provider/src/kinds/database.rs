@@ -60,6 +60,11 @@ impl<S: Scope> CloudKind<FakecloudConnect> for DatabaseInstanceParameters<S> {
 
     const STEERING_FIELDS: &'static [&'static str] = &["region", "masterPasswordSecretRef"];
 
+    /// fakecloud's database update cannot change these. The password is
+    /// not among the sensitive fields: it is no `forProvider` field, and
+    /// its change shows through `write_only_drift`, which is always masked.
+    const CREATE_ONLY_FIELDS: &'static [&'static str] = &["engine", "masterUsername", "subnetIds"];
+
     async fn observe(
         &self,
         session: &Session<'_, Client>,

@@ -25,14 +25,17 @@ fn network_readiness(state: NetworkState) -> Readiness {
 }
 
 /// One network kind: its `forProvider` type (generic over the scope where
-/// it has references), fakecloud model and client calls. A macro rather
+/// it has references), fakecloud model, the fields fakecloud's update
+/// refuses (create-only) and client calls. A macro rather
 /// than a generic impl because fakecloud's client names a method per kind.
 macro_rules! network_kind {
-    ([$($generics:tt)*] $params:ty, $model:ty, $get:ident, $create:ident, $patch:ident, $delete:ident) => {
+    ([$($generics:tt)*] $params:ty, $model:ty, [$($create_only:literal),*], $get:ident, $create:ident, $patch:ident, $delete:ident) => {
         impl<$($generics)*> CloudKind<FakecloudConnect> for $params {
             type Observation = $model;
 
             const STEERING_FIELDS: &'static [&'static str] = &["region"];
+
+            const CREATE_ONLY_FIELDS: &'static [&'static str] = &[$($create_only),*];
 
             async fn observe(
                 &self,
@@ -91,6 +94,7 @@ macro_rules! network_kind {
 network_kind!(
     [] apis::kinds::vpc::VpcParameters,
     fakecloud::model::Vpc,
+    ["cidrBlock"],
     get_vpc,
     create_vpc,
     patch_vpc,
@@ -99,6 +103,7 @@ network_kind!(
 network_kind!(
     [S: Scope] apis::kinds::subnet::SubnetParameters<S>,
     fakecloud::model::Subnet,
+    ["vpcId", "cidrBlock", "availabilityZone"],
     get_subnet,
     create_subnet,
     patch_subnet,

@@ -20,6 +20,10 @@ impl<S: Scope> CloudKind<FakecloudConnect> for NodeGroupParameters<S> {
 
     const STEERING_FIELDS: &'static [&'static str] = &["region", "clusterName"];
 
+    /// fakecloud's node-group update takes version, labels, tags and
+    /// scaling only.
+    const CREATE_ONLY_FIELDS: &'static [&'static str] = &["subnetIds", "nodeRole", "instanceTypes"];
+
     async fn observe(
         &self,
         session: &Session<'_, Client>,
