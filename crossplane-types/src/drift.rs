@@ -27,7 +27,9 @@ pub const MAX_DRIFT_VALUE_CHARS: usize = 128;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Drift {
-    /// How many fields differ, listed or not.
+    /// How many fields differ from what `forProvider` declares (or, for a
+    /// missing resource, a create would send), listed or not: the `DRIFT`
+    /// column. `InitProvider` entries are listed but not counted.
     pub count: u32,
     /// The differing fields, those the provider acts on first, then by path;
     /// at most 20.

@@ -219,7 +219,7 @@ fn explain_how_to_explore(system: &System, run_dir: &RunDir) {
         "    export KUBECONFIG={}",
         system.cluster.kubeconfig().display()
     );
-    println!("    kubectl get managed                    # READY, SYNCED, EXTERNAL-NAME");
+    println!("    kubectl get managed                    # READY, SYNCED, DRIFT, EXTERNAL-NAME");
     println!("    kubectl get vpc team-b-vpc -o yaml     # status.atProvider");
     println!("    fakecloud {url}   dev API key {}", system.api_key());
     println!(
@@ -247,7 +247,9 @@ fn explain_existing(system: &System, existing: &Existing) {
     println!("The system keeps running. Explore it from the host:");
     if let Some(kubeconfig) = &existing.host_kubeconfig {
         println!("    export KUBECONFIG={kubeconfig}");
-        println!("    kubectl get managed                    # READY, SYNCED, EXTERNAL-NAME");
+        println!(
+            "    kubectl get managed                    # READY, SYNCED, DRIFT, EXTERNAL-NAME"
+        );
     }
     let url = existing
         .host_cloud_url

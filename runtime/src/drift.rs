@@ -198,7 +198,8 @@ fn render_value(value: &Value) -> String {
 /// `since`, so an unchanged difference writes nothing.
 pub fn status(mut found: Vec<Difference>, previous: Option<&Drift>, now: &Time) -> Drift {
     found.sort_by(|a, b| (a.action, &a.path).cmp(&(b.action, &b.path)));
-    let count = found.len();
+    let total = found.len();
+    let count = found.iter().filter(|d| d.action.is_drift()).count();
     let since = |path: &str, action| {
         previous
             .and_then(|p| {
@@ -225,7 +226,7 @@ pub fn status(mut found: Vec<Difference>, previous: Option<&Drift>, now: &Time) 
         .collect::<Vec<_>>();
     Drift {
         count: count as u32,
-        omitted: (count - fields.len()) as u32,
+        omitted: (total - fields.len()) as u32,
         fields,
     }
 }
@@ -270,9 +271,10 @@ pub fn condition(drift: &Drift) -> Condition {
             if create_only.len() == 1 { "s" } else { "" }
         ));
     }
-    if ignored.is_empty() && drift.omitted == 0 {
+    if drift.count == 0 {
+        // Listed first, so nothing drifts among the omitted either.
         let condition = Condition::new(TYPE_UP_TO_DATE, ConditionStatus::True, REASON_NO_DRIFT);
-        return match drift.count {
+        return match drift.fields.len() + drift.omitted as usize {
             0 => condition,
             n => condition.with_message(format!(
                 "{n} field{} differ{} only where initProvider applies at create only",
@@ -280,9 +282,6 @@ pub fn condition(drift: &Drift) -> Condition {
                 if n == 1 { "s" } else { "" }
             )),
         };
-    }
-    if ignored.is_empty() {
-        ignored.push(format!("{} more fields differ", drift.omitted));
     }
     Condition::new(
         TYPE_UP_TO_DATE,
@@ -582,6 +581,8 @@ mod tests {
             )]
         );
         let drift = status(case.run(&[], &[]), None, &now());
+        // Listed, but not counted: the DRIFT column reads 0.
+        assert_eq!((drift.count, drift.fields.len()), (0, 1));
         let up_to_date = condition(&drift);
         assert_eq!(
             (up_to_date.status, up_to_date.reason.as_str()),
