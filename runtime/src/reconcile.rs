@@ -425,8 +425,6 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
             session.publish(details).await?;
         }
 
-        self.ensure_finalizer().await?;
-
         let non_cloud = non_cloud_fields::<K, C>();
         let desired = without_keys(&self.spec_json("forProvider"), &non_cloud);
         let write_only = match &observed {
@@ -456,7 +454,12 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
             create_only: <K::ForProvider as CloudKind<C>>::CREATE_ONLY_FIELDS,
             sensitive: <K::ForProvider as CloudKind<C>>::SENSITIVE_FIELDS,
         };
-        match live_step(actions, &updatable, write_only.clone(), &observed) {
+        let step = live_step(actions, &updatable, write_only.clone(), &observed);
+        if step != Step::Create {
+            // A create adds it in its create-pending write: one write less.
+            self.ensure_finalizer().await?;
+        }
+        match step {
             Step::ReportMissing => {
                 self.report_drift(drift(None)).await;
                 Err(ReconcileError::ExternalMissing)
@@ -612,7 +615,15 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
         if let Some(name) = &claiming {
             pending.push((EXTERNAL_NAME_ANNOTATION, Some(name.clone())));
         }
-        self.annotate_guarded(&pending).await?;
+        // The finalizer goes with it, in the same guarded write: it is on
+        // the object before the cloud is called, as crossplane-runtime
+        // has it, for one API write instead of two.
+        let mut patch = annotations_patch(&pending);
+        if let Some(finalizers) = self.finalizers_with_ours() {
+            patch["metadata"]["finalizers"] = json!(finalizers);
+        }
+        self.patch_spec(patch, "write annotations", "metadata")
+            .await?;
         info!("creating external resource");
         let result = self
             .ctx
@@ -981,17 +992,23 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
         }
     }
 
-    async fn ensure_finalizer(&mut self) -> Result<(), ReconcileError> {
-        if self
-            .mr
-            .finalizers()
-            .iter()
-            .any(|f| f == MANAGED_RESOURCE_FINALIZER)
-        {
-            return Ok(());
+    /// The object's finalizers with the managed-resource finalizer added;
+    /// `None` when it is there already. A merge patch replaces the whole
+    /// list, so the others are kept in it.
+    fn finalizers_with_ours(&self) -> Option<Vec<String>> {
+        let finalizers = self.mr.finalizers();
+        if finalizers.iter().any(|f| f == MANAGED_RESOURCE_FINALIZER) {
+            return None;
         }
-        let mut finalizers = self.mr.finalizers().to_vec();
-        finalizers.push(MANAGED_RESOURCE_FINALIZER.to_owned());
+        let mut with_ours = finalizers.to_vec();
+        with_ours.push(MANAGED_RESOURCE_FINALIZER.to_owned());
+        Some(with_ours)
+    }
+
+    async fn ensure_finalizer(&mut self) -> Result<(), ReconcileError> {
+        let Some(finalizers) = self.finalizers_with_ours() else {
+            return Ok(());
+        };
         self.patch_spec(
             json!({ "metadata": { "finalizers": finalizers } }),
             "update finalizers",
