@@ -19,6 +19,7 @@
 //! ```
 
 pub mod assets;
+pub mod browser;
 mod cluster;
 pub mod compose;
 #[cfg(feature = "containers")]

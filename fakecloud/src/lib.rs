@@ -17,6 +17,8 @@ mod audit;
 #[cfg(feature = "server")]
 mod clock;
 #[cfg(feature = "server")]
+mod console;
+#[cfg(feature = "server")]
 mod db;
 #[cfg(feature = "server")]
 mod error;

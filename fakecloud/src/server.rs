@@ -11,7 +11,7 @@ use axum::http::{StatusCode, header};
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use utoipa::OpenApi;
 
@@ -19,7 +19,7 @@ use crate::audit::AuditLog;
 use crate::db::Db;
 use crate::error::{ApiError, Error};
 use crate::state::{AppState, SharedState};
-use crate::{admin, api, layers, openapi, request_id, ticker};
+use crate::{admin, api, console, layers, openapi, request_id, ticker};
 
 /// An API key and the account it acts for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -166,12 +166,18 @@ pub async fn spawn(config: Config) -> Result<RunningServer, Error> {
     })?;
     let ticker_task = tokio::spawn(ticker::run(state.clone()));
     let checkpoint_task = tokio::spawn(ticker::checkpoint(state.clone()));
-    let app = router(state);
+    // Tells the console's event streams to end, so that they do not hold
+    // the graceful shutdown open.
+    let (closing, closing_rx) = watch::channel(false);
+    let app = router(state, closing_rx);
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
+        // The client's address: the console slows failed logins per client.
+        let app = app.into_make_service_with_connect_info::<SocketAddr>();
         let served = axum::serve(listener, app)
-            .with_graceful_shutdown(async {
+            .with_graceful_shutdown(async move {
                 let _ = stopped.await;
+                let _ = closing.send(true);
             })
             .await;
         ticker_task.abort();
@@ -191,7 +197,7 @@ pub async fn spawn(config: Config) -> Result<RunningServer, Error> {
     })
 }
 
-pub fn router(state: SharedState) -> Router {
+pub fn router(state: SharedState, closing: watch::Receiver<bool>) -> Router {
     let v1 = api::routes().route_layer(from_fn_with_state(state.clone(), layers::api_auth));
     let admin = Router::new()
         .route("/admin/reset", post(admin::reset))
@@ -231,6 +237,8 @@ pub fn router(state: SharedState) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(from_fn_with_state(state.clone(), layers::observe))
         .layer(axum::middleware::from_fn(request_id::middleware))
+        // After the layers: a console page is not an API call to audit.
+        .merge(console::router(state.clone(), closing))
         .with_state(state)
 }
 
