@@ -43,7 +43,10 @@ fn a_hundred_vpcs_make_a_hundred_cloud_resources_and_a_quiet_steady_state() {
         .find(|l| l.starts_with("steady state:"))
         .unwrap_or_default();
     assert!(steady.contains(" 0 API writes"), "{report}");
-    assert!(report.contains("x the floor"), "{report}");
+    assert!(
+        report.contains("x the managed-writes floor") && report.contains("x create + status"),
+        "both ratios are reported: {report}"
+    );
 }
 
 #[test]
