@@ -10,6 +10,9 @@
 //!   kubeconfig, started before any of its CRDs exists. That is the point of
 //!   the late-activation story, and it proves the binary a user would deploy
 //!   works, not a test double.
+//! - the stand-in for Crossplane's MRD and MRAP controllers
+//!   ([`e2e::crossplane_standin`]): in-process, like the e2e tests run it;
+//!   it is test equipment, and Crossplane does its work on a real cluster.
 //! - fakecloud: in-process through [`fakecloud::spawn`], the same server its
 //!   binary runs. It needs no separate build, its URL, API key and admin
 //!   token are known without parsing another process's output, and it cannot
@@ -99,6 +102,8 @@ pub enum DemoError {
     },
     #[error(transparent)]
     Provider(#[from] e2e::provider_process::ProviderProcessError),
+    #[error("Crossplane stand-in: {0}")]
+    StandIn(#[from] e2e::crossplane_standin::StandInError),
     #[error("unexpected: {0}")]
     Unexpected(String),
 }
@@ -231,6 +236,10 @@ fn explain_how_to_explore(system: &System, run_dir: &RunDir) {
         system.admin_token()
     );
     println!(
+        "    console {url}/console   (log in with the admin token {})",
+        system.admin_token()
+    );
+    println!(
         "    provider: pid {}, metrics http://{}/metrics, log {}",
         provider.pid(),
         provider.metrics_addr,
@@ -261,6 +270,10 @@ fn explain_existing(system: &System, existing: &Existing) {
     );
     println!(
         "    curl -s -H 'Authorization: Bearer {}' '{url}/admin/audit?actor=api&mutating=true'",
+        system.admin_token()
+    );
+    println!(
+        "    console {url}/console   (log in with the admin token {})",
         system.admin_token()
     );
     println!("`docker compose down -v` removes everything.");

@@ -11,6 +11,7 @@ use fakecloud::model::AuditQuery;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use serde_json::json;
 
+use e2e::crossplane_standin::{self, StandIn};
 use e2e::objects::Objects;
 use e2e::scenarios::{Narration, Stage};
 
@@ -22,10 +23,13 @@ use e2e::{Backend, TestCluster};
 pub const NAMESPACE: &str = "crossplane-system";
 /// The credentials Secret of the `default` ProviderConfig.
 pub const CREDENTIALS_SECRET: &str = "default-credentials";
-/// How long the provider may take to answer `/readyz`.
 /// The field manager the demo applies with, as a user's kubectl would.
-const DEMO_MANAGER: &str = "demo-user";
+pub(crate) const DEMO_MANAGER: &str = "demo-user";
+/// How long the provider may take to answer `/readyz`.
 const PROVIDER_READY: Duration = Duration::from_secs(30);
+/// How long compose's `crossplane-standin` service may take to install the
+/// MRD and MRAP CRDs.
+const STANDIN_READY: Duration = Duration::from_secs(60);
 
 /// The demo's own folder: its log, the provider's log and fakecloud's
 /// database. Removed after a clean run, kept (and printed) after a failure.
@@ -62,6 +66,9 @@ pub struct System {
     /// fakecloud in this process (local mode only).
     cloud_server: Option<fakecloud::RunningServer>,
     provider: Option<Provider>,
+    /// The stand-in for Crossplane's MRD and MRAP controllers, in this
+    /// process (local mode only; compose runs it as a service).
+    standin: Option<StandIn>,
     /// fakecloud's SQLite file (local mode only).
     database: Option<PathBuf>,
 }
@@ -130,9 +137,14 @@ impl System {
             api_key: cloud_server.api_key().to_owned(),
             admin_token: cloud_server.admin_token().to_owned(),
         };
+        let standin = StandIn::start(cluster.client()).await?;
+        progress.step(
+            "Crossplane stand-in running in-process (e2e::crossplane_standin; real Crossplane on the kind path): CRDs ManagedResourceDefinition and ManagedResourceActivationPolicy installed",
+        );
         let mut system = Self::assemble(cluster, endpoint, options);
         system.cloud_server = Some(cloud_server);
         system.database = Some(database);
+        system.standin = Some(standin);
         // The control plane's logs die with it: keep them if the rest fails.
         match system
             .start_provider(&provider_bin, run_dir, progress)
@@ -178,6 +190,10 @@ impl System {
             api_key: existing.api_key.clone(),
             admin_token: existing.admin_token.clone(),
         };
+        crossplane_standin::wait_for_definitions(&cluster.client(), STANDIN_READY).await?;
+        progress.step(
+            "the crossplane-standin service (Crossplane's MRD and MRAP controllers, stand-in) has installed the ManagedResourceDefinition and ManagedResourceActivationPolicy CRDs",
+        );
         let mut system = Self::assemble(cluster, endpoint, options);
         system.admin.audit(&AuditQuery::default()).await?;
         progress.step(format!(
@@ -201,6 +217,7 @@ impl System {
             endpoint,
             cloud_server: None,
             provider: None,
+            standin: None,
             database: None,
         }
     }
@@ -322,6 +339,11 @@ impl System {
         if let Some(Provider::Process(process)) = self.provider.as_mut() {
             process.ensure_running()?;
         }
+        if self.standin.as_ref().is_some_and(|s| !s.is_running()) {
+            return Err(DemoError::Unexpected(
+                "the Crossplane stand-in stopped; see demo.log".to_owned(),
+            ));
+        }
         let dead = self.cluster.dead_components();
         if dead.is_empty() {
             Ok(())
@@ -364,6 +386,11 @@ impl System {
     pub async fn shutdown(mut self) {
         if let Some(Provider::Process(provider)) = self.provider.take() {
             provider.stop().await;
+        }
+        if let Some(standin) = self.standin.take()
+            && let Err(error) = standin.stop().await
+        {
+            tracing::warn!(%error, "the Crossplane stand-in ended with an error");
         }
         if let Some(server) = self.cloud_server.take() {
             let _ = server.shutdown().await;

@@ -25,6 +25,7 @@ pub mod compose;
 #[cfg(feature = "containers")]
 pub mod containers;
 pub mod crds;
+pub mod crossplane_standin;
 mod error;
 pub mod grants;
 mod http;

@@ -89,7 +89,7 @@ impl Story {
     fn what(self) -> &'static str {
         match self {
             Story::LateActivation => {
-                "Late activation: the provider started with no CRDs; each controller starts when its CRD appears (seed 002)"
+                "Late activation: the package's MRDs Inactive, MRAPs activate some, and only their controllers start (seed 002)"
             }
             Story::FullControlVpc(_) => {
                 "Full control: a VPC created, observed and owned by the provider"

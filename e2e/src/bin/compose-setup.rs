@@ -1,13 +1,19 @@
-//! `compose-setup`: the one-shot set-up steps of docker-compose.yml (see
+//! `compose-setup`: the set-up steps of docker-compose.yml (see
 //! `e2e::compose`). `prepare` runs before the API server starts, `grant`
-//! once it answers.
+//! once it answers; both are one-shot. `crossplane-standin` is the one that
+//! keeps running: the stand-in for Crossplane's MRD and MRAP controllers
+//! (`e2e::crossplane_standin`), as the compose service of that name. It
+//! lives here because this binary is already in the tools image and already
+//! talks to the cluster with the admin kubeconfig.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use e2e::compose::{self, Grant, Prepare};
+use e2e::crossplane_standin::StandInError;
+use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Parser)]
 #[command(name = "compose-setup", about = "Set-up steps of docker-compose.yml")]
@@ -54,6 +60,54 @@ enum Step {
         #[arg(long, default_value = "180s", value_parser = humantime::parse_duration)]
         ready_timeout: Duration,
     },
+    /// Runs the stand-in for Crossplane's activation controllers until
+    /// SIGTERM or Ctrl-C: installs the ManagedResourceDefinition and
+    /// ManagedResourceActivationPolicy CRDs, then activates the MRDs that
+    /// MRAPs name and creates their CRDs (Crossplane itself does this on a
+    /// real cluster).
+    CrossplaneStandin,
+}
+
+/// Runs the stand-in with the admin kubeconfig of the state volume until
+/// SIGTERM (`docker compose stop`) or Ctrl-C; its log (activations, CRDs
+/// created, MRDs Established) goes to stderr, which compose shows.
+async fn crossplane_standin(state: &Path) -> Result<(), StandInError> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(e2e::DEFAULT_LOG_FILTER)),
+        )
+        .with_ansi(false)
+        .with_target(false)
+        .with_writer(std::io::stderr)
+        .init();
+    let shutdown = CancellationToken::new();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(error) => {
+                    tracing::warn!(%error, "no SIGTERM handler; Ctrl-C still stops it");
+                    let _ = tokio::signal::ctrl_c().await;
+                    stop.cancel();
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        stop.cancel();
+    });
+    println!(
+        "Crossplane stand-in: the ManagedResourceDefinition and ManagedResourceActivationPolicy controllers (Crossplane itself runs them on a real cluster)"
+    );
+    e2e::crossplane_standin::run_with_kubeconfig(
+        &state.join(e2e::compose::files::ADMIN_KUBECONFIG),
+        shutdown,
+    )
+    .await
 }
 
 fn uid_gid(text: &str) -> Result<(u32, u32), String> {
@@ -67,7 +121,7 @@ fn uid_gid(text: &str) -> Result<(u32, u32), String> {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    let result = match args.step {
+    let result: Result<(), Box<dyn std::error::Error>> = match args.step {
         Step::Prepare {
             apiserver_host,
             apiserver_port,
@@ -97,7 +151,8 @@ async fn main() -> ExitCode {
                     path.file_name().unwrap_or_default().to_string_lossy()
                 );
             }
-        }),
+        })
+        .map_err(Into::into),
         Step::Grant {
             cluster_role,
             ready_timeout,
@@ -126,7 +181,9 @@ async fn main() -> ExitCode {
                     granted.kubeconfig.display()
                 );
             })
+            .map_err(Into::into)
         }
+        Step::CrossplaneStandin => crossplane_standin(&args.state).await.map_err(Into::into),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
