@@ -19,8 +19,8 @@ use crate::kinds::vpc::VpcKind;
 use crate::kinds::{ResourceKind, validate};
 use crate::layers::CallInfo;
 use crate::model::{
-    Actor, AdminResource, AuditEntry, AuditQuery, FaultRule, FaultRuleSpec, Kind, MAX_DELAY_MS,
-    MAX_RETRY_AFTER_SECS, Throttling, Timing, TimingTable,
+    AccountThrottling, Actor, AdminResource, AuditEntry, AuditQuery, FaultRule, FaultRuleSpec,
+    Kind, MAX_DELAY_MS, MAX_RETRY_AFTER_SECS, Throttling, Timing, TimingTable,
 };
 use crate::problem_responses::{BadRequest, Conflict, NotFound, PreconditionFailed};
 use crate::query::ProblemQuery;
@@ -307,35 +307,105 @@ pub async fn remove_fault(
 }
 
 #[utoipa::path(get, path = "/admin/throttling", tag = "admin",
-    responses((status = 200, description = "The token bucket, or `null` when calls are not throttled.", body = Option<Throttling>)))]
+    responses((status = 200, description = "The token bucket of every account without one of its own, or `null` when those calls are not throttled.", body = Option<Throttling>)))]
 pub async fn get_throttling(State(state): State<SharedState>) -> Json<Option<Throttling>> {
     Json(state.throttle.get())
 }
 
-#[utoipa::path(put, path = "/admin/throttling", tag = "admin", request_body = Throttling,
-    responses(
-        (status = 200, description = "The token bucket, now in force.", body = Throttling),
-        (status = 400, response = BadRequest)))]
-pub async fn set_throttling(
-    State(state): State<SharedState>,
-    body: Bytes,
-) -> Result<Json<Throttling>> {
-    let config: Throttling = validate::parse_body(&body)?;
+/// Parses a token bucket, refusing what could not work as one.
+fn throttling_body(body: &[u8]) -> Result<Throttling> {
+    let config: Throttling = validate::parse_body(body)?;
     if !(config.rate_per_second.is_finite() && config.rate_per_second >= 0.0) {
         return Err(ApiError::invalid(
             "ratePerSecond",
             "must be a non-negative number",
         ));
     }
+    if config.burst == 0 {
+        return Err(ApiError::invalid(
+            "burst",
+            "must be at least 1: a bucket that holds no token lets no call through \
+             (ratePerSecond 0 refuses every call)",
+        ));
+    }
+    Ok(config)
+}
+
+#[utoipa::path(put, path = "/admin/throttling", tag = "admin", request_body = Throttling,
+    responses(
+        (status = 200, description = "The token bucket, now in force for every account without one of its own; their buckets start full.", body = Throttling),
+        (status = 400, response = BadRequest)))]
+pub async fn set_throttling(
+    State(state): State<SharedState>,
+    body: Bytes,
+) -> Result<Json<Throttling>> {
+    let config = throttling_body(&body)?;
     state.throttle.set(Some(config));
     Ok(Json(config))
 }
 
 #[utoipa::path(delete, path = "/admin/throttling", tag = "admin",
-    responses((status = 204, description = "Calls no longer throttled.")))]
+    responses((status = 204, description = "Calls of accounts without a token bucket of their own no longer throttled.")))]
 pub async fn clear_throttling(State(state): State<SharedState>) -> StatusCode {
     state.throttle.set(None);
     StatusCode::NO_CONTENT
+}
+
+/// The account an admin path names, if an API key names it. Accounts are
+/// fixed at start (`--api-key KEY=ACCOUNT`), so a setting for any other
+/// name could never apply: most likely a typo, which a test should hear of.
+fn known_account(state: &SharedState, account: String) -> Result<String> {
+    if state.api_keys.values().any(|known| *known == account) {
+        Ok(account)
+    } else {
+        Err(ApiError::not_found(
+            "UnknownAccount",
+            format!("no API key is for account {account:?}"),
+        ))
+    }
+}
+
+#[utoipa::path(get, path = "/admin/throttling/accounts", tag = "admin",
+    responses((status = 200, description = "The accounts with a token bucket of their own, by name.", body = Vec<AccountThrottling>)))]
+pub async fn list_account_throttling(
+    State(state): State<SharedState>,
+) -> Json<Vec<AccountThrottling>> {
+    Json(state.throttle.accounts())
+}
+
+#[utoipa::path(put, path = "/admin/throttling/accounts/{account}", tag = "admin",
+    params(("account" = String, Path, description = "An account, as an API key names it (`--api-key KEY=ACCOUNT`).")),
+    request_body = Throttling,
+    responses(
+        (status = 200, description = "The account's own token bucket, now in force instead of the default one, and full; other accounts' buckets are left as they are.", body = AccountThrottling),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound)))]
+pub async fn set_account_throttling(
+    State(state): State<SharedState>,
+    Path(account): Path<String>,
+    body: Bytes,
+) -> Result<Json<AccountThrottling>> {
+    let account = known_account(&state, account)?;
+    let throttling = throttling_body(&body)?;
+    state.throttle.set_account(&account, throttling);
+    Ok(Json(AccountThrottling {
+        account,
+        throttling,
+    }))
+}
+
+#[utoipa::path(delete, path = "/admin/throttling/accounts/{account}", tag = "admin",
+    params(("account" = String, Path, description = "An account, as an API key names it (`--api-key KEY=ACCOUNT`).")),
+    responses(
+        (status = 204, description = "The account back on the default token bucket (`/admin/throttling`), with a full bucket; also when it had none of its own."),
+        (status = 404, response = NotFound)))]
+pub async fn clear_account_throttling(
+    State(state): State<SharedState>,
+    Path(account): Path<String>,
+) -> Result<StatusCode> {
+    let account = known_account(&state, account)?;
+    state.throttle.clear_account(&account);
+    Ok(StatusCode::NO_CONTENT)
 }
 
 #[utoipa::path(get, path = "/admin/audit", tag = "admin", params(AuditQuery),

@@ -725,6 +725,14 @@ impl AdminClient {
             .await
     }
 
+    /// The token bucket of every account without one of its own; `None`:
+    /// those accounts are not throttled.
+    pub async fn throttling(&self) -> Result<Option<Throttling>> {
+        self.transport
+            .json(Call::new(Method::GET, "/admin/throttling".into()))
+            .await
+    }
+
     /// `Some`: a token bucket per account; `None`: no throttling.
     pub async fn set_throttling(&self, throttling: Option<Throttling>) -> Result<()> {
         match throttling {
@@ -737,6 +745,31 @@ impl AdminClient {
                     .await
             }
         }
+    }
+
+    /// `Some`: `account`'s own token bucket, in force instead of the
+    /// default one (`set_throttling`) and full; `None`: back on the default.
+    /// An account no API key names is `404 UnknownAccount`.
+    pub async fn set_account_throttling(
+        &self,
+        account: &str,
+        throttling: Option<Throttling>,
+    ) -> Result<()> {
+        let path = format!("/admin/throttling/accounts/{}", segment(account));
+        match throttling {
+            Some(config) => {
+                self.no_content(Call::new(Method::PUT, path).json(&config)?)
+                    .await
+            }
+            None => self.no_content(Call::new(Method::DELETE, path)).await,
+        }
+    }
+
+    /// The accounts with a token bucket of their own, by name.
+    pub async fn account_throttling(&self) -> Result<Vec<crate::model::AccountThrottling>> {
+        self.transport
+            .json(Call::new(Method::GET, "/admin/throttling/accounts".into()))
+            .await
     }
 
     pub async fn audit(&self, filter: &AuditQuery) -> Result<Vec<AuditEntry>> {

@@ -668,14 +668,31 @@ impl PartialSchema for FaultRule {
 impl ToSchema for FaultRule {}
 
 /// Token bucket per account: `ratePerSecond` refill, `burst` capacity.
+/// The bucket starts full; `ratePerSecond: 0` refuses every call, so a
+/// test can cut one account off entirely.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "server", derive(ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Throttling {
+    /// Tokens added per second: at most this many calls a second, once the
+    /// burst is spent.
     #[cfg_attr(feature = "server", schema(minimum = 0))]
     pub rate_per_second: f64,
-    #[cfg_attr(feature = "server", schema(maximum = 4294967295_u64))]
+    /// Tokens the bucket holds: calls that may come at once. At least 1, as
+    /// a bucket that holds no token could never let a call through.
+    #[cfg_attr(feature = "server", schema(minimum = 1, maximum = 4294967295_u64))]
     pub burst: u32,
+}
+
+/// One account's own token bucket, in force instead of the default one
+/// (`/admin/throttling`) for that account only.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AccountThrottling {
+    /// The account, as an API key names it (`--api-key KEY=ACCOUNT`).
+    pub account: String,
+    pub throttling: Throttling,
 }
 
 /// Who made a call.

@@ -32,7 +32,8 @@ use crate::{admin, api, request_id, schemas};
         admin::reset, admin::list_resources, admin::get_resource, admin::patch_resource,
         admin::get_timing, admin::set_timing, admin::list_faults, admin::add_fault,
         admin::clear_faults, admin::remove_fault, admin::get_throttling, admin::set_throttling,
-        admin::clear_throttling, admin::get_audit,
+        admin::clear_throttling, admin::list_account_throttling, admin::set_account_throttling,
+        admin::clear_account_throttling, admin::get_audit,
     ),
     // Each kind's list answer, `Page_<kind>` (see `api::list_doc`).
     components(schemas(Problem, Page<Vpc>, Page<Subnet>, Page<NodeGroup>, Page<DatabaseInstance>), responses(BadRequest, Unauthorized, NotFound, Conflict, PreconditionFailed,

@@ -48,12 +48,12 @@ problem_response!(
     "Missing or unknown credentials (`Unauthorized`)."
 );
 problem_response!(
-    /// `404`: the addressed resource, region or kind does not exist.
+    /// `404`: the addressed resource, region, kind or account does not exist.
     NotFound,
-    "The addressed resource does not exist (or belongs to another account), or the region or kind \
-     is unknown (`InvalidRegion`, `InvalidVpcID.NotFound`, `InvalidSubnetID.NotFound`, \
+    "The addressed resource does not exist (or belongs to another account), or the region, kind or \
+     account is unknown (`InvalidRegion`, `InvalidVpcID.NotFound`, `InvalidSubnetID.NotFound`, \
      `ResourceNotFoundException`, `DBInstanceNotFound`, `ResourceNotFound`, `UnknownKind`, \
-     `FaultRuleNotFound`)."
+     `FaultRuleNotFound`, `UnknownAccount`)."
 );
 problem_response!(
     /// `409`: the resource's state or a sibling refuses the call.
@@ -81,7 +81,8 @@ pub struct Throttled;
 impl<'r> ToResponse<'r> for Throttled {
     fn response() -> (&'r str, RefOr<Response>) {
         let response = problem(
-            "The account's token bucket is empty (`Throttling`, admin API `/admin/throttling`).",
+            "The account's token bucket is empty (`Throttling`, admin API `/admin/throttling` and \
+             `/admin/throttling/accounts/{account}`).",
         )
         .header("Retry-After", retry_after())
         .build();

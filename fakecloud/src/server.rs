@@ -224,6 +224,14 @@ pub fn router(state: SharedState, closing: watch::Receiver<bool>) -> Router {
                 .put(admin::set_throttling)
                 .delete(admin::clear_throttling),
         )
+        .route(
+            "/admin/throttling/accounts",
+            get(admin::list_account_throttling),
+        )
+        .route(
+            "/admin/throttling/accounts/{account}",
+            put(admin::set_account_throttling).delete(admin::clear_account_throttling),
+        )
         .route("/admin/audit", get(admin::get_audit))
         .route_layer(from_fn_with_state(state.clone(), layers::admin_auth));
     Router::new()

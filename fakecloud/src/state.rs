@@ -75,13 +75,14 @@ impl AppState {
         }
     }
 
-    /// Back to start-up settings: default timing, no faults, no throttling.
+    /// Back to start-up settings: default timing, no faults, no throttling
+    /// (of any account).
     pub fn reset_settings(&self) {
         self.delays
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
         self.faults.clear();
-        self.throttle.set(None);
+        self.throttle.reset();
     }
 }

@@ -415,6 +415,209 @@ async fn throttling_answers_429_with_retry_after_per_account() {
     }
 }
 
+/// Calls of `client` answered 429, out of `calls`.
+async fn throttled(client: &Client, calls: usize) -> usize {
+    let mut refused = 0;
+    for _ in 0..calls {
+        match client.list_vpcs(REGION, &Default::default()).await {
+            Ok(_) => {}
+            Err(err) if err.status() == Some(429) => refused += 1,
+            Err(err) => panic!("{err}"),
+        }
+    }
+    refused
+}
+
+#[tokio::test]
+async fn one_account_is_throttled_on_its_own_and_the_other_left_alone() {
+    let cloud = Cloud::start().await;
+    let cut_off = Throttling {
+        rate_per_second: 0.0,
+        burst: 1,
+    };
+    cloud
+        .admin
+        .set_account_throttling(ACCOUNT_A, Some(cut_off))
+        .await
+        .unwrap();
+    assert_eq!(
+        cloud.admin.account_throttling().await.unwrap(),
+        [AccountThrottling {
+            account: ACCOUNT_A.into(),
+            throttling: cut_off,
+        }]
+    );
+    assert_eq!(cloud.admin.throttling().await.unwrap(), None);
+    assert_eq!(throttled(&cloud.a, 5).await, 5, "rate 0 refuses every call");
+    assert_eq!(throttled(&cloud.b, 5).await, 0);
+    let response = cloud
+        .raw(reqwest::Method::GET, "/v1/regions/us-east-1/vpcs", "")
+        .await;
+    assert_eq!(response.headers()["retry-after"], "60");
+    let body = problem(response, 429, "Throttling").await;
+    assert!(
+        body["detail"].as_str().unwrap().contains(ACCOUNT_A),
+        "{body}"
+    );
+
+    // The account's own bucket wins over the default, both ways.
+    cloud
+        .admin
+        .set_throttling(Some(Throttling {
+            rate_per_second: 0.0,
+            burst: 1,
+        }))
+        .await
+        .unwrap();
+    cloud
+        .admin
+        .set_account_throttling(
+            ACCOUNT_A,
+            Some(Throttling {
+                rate_per_second: 0.001,
+                burst: 3,
+            }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(throttled(&cloud.a, 5).await, 2, "a bucket of 3, full");
+    assert_eq!(throttled(&cloud.b, 5).await, 5, "the default holds for B");
+    let response = cloud
+        .raw(reqwest::Method::GET, "/v1/regions/us-east-1/vpcs", "")
+        .await;
+    assert_eq!(response.headers()["retry-after"], "1000");
+
+    // Back on the default (which refuses everything), then with none.
+    cloud
+        .admin
+        .set_account_throttling(ACCOUNT_A, None)
+        .await
+        .unwrap();
+    assert!(cloud.admin.account_throttling().await.unwrap().is_empty());
+    assert_eq!(throttled(&cloud.a, 2).await, 2);
+    cloud.admin.set_throttling(None).await.unwrap();
+    assert_eq!(throttled(&cloud.a, 5).await, 0);
+    assert_eq!(throttled(&cloud.b, 5).await, 0);
+    // Clearing an account without a bucket of its own is no error.
+    cloud
+        .admin
+        .set_account_throttling(ACCOUNT_B, None)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_reset_removes_every_accounts_own_throttling() {
+    let cloud = Cloud::start().await;
+    cloud
+        .admin
+        .set_account_throttling(
+            ACCOUNT_B,
+            Some(Throttling {
+                rate_per_second: 0.0,
+                burst: 1,
+            }),
+        )
+        .await
+        .unwrap();
+    cloud.admin.reset().await.unwrap();
+    assert!(cloud.admin.account_throttling().await.unwrap().is_empty());
+    assert_eq!(throttled(&cloud.b, 3).await, 0);
+}
+
+#[tokio::test]
+async fn bad_throttling_is_refused_with_the_field_and_why() {
+    let cloud = Cloud::start().await;
+    let put = |path: &'static str, body: &'static str| {
+        cloud
+            .http
+            .put(cloud.url(path))
+            .bearer_auth(ADMIN)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    for path in ["/admin/throttling", "/admin/throttling/accounts/acct-a"] {
+        for (body, code, field, why) in [
+            (
+                r#"{"ratePerSecond": -1, "burst": 1}"#,
+                "InvalidParameterValue",
+                "ratePerSecond",
+                "non-negative",
+            ),
+            (
+                r#"{"ratePerSecond": 1, "burst": 0}"#,
+                "InvalidParameterValue",
+                "burst",
+                "at least 1",
+            ),
+            (
+                r#"{"ratePerSecond": 1, "burst": 1.5}"#,
+                "InvalidParameterValue",
+                "burst",
+                "",
+            ),
+            (
+                r#"{"ratePerSecond": "fast", "burst": 1}"#,
+                "InvalidParameterValue",
+                "ratePerSecond",
+                "",
+            ),
+            (
+                r#"{"burst": 1}"#,
+                "MissingParameter",
+                "ratePerSecond",
+                "required",
+            ),
+            (
+                r#"{"ratePerSecond": 1, "burst": 1, "account": "acct-b"}"#,
+                "UnknownParameter",
+                "account",
+                "unknown",
+            ),
+        ] {
+            let body = problem(put(path, body).await.unwrap(), 400, code).await;
+            assert_eq!(body["field"], field, "{path} {body}");
+            let detail = body["detail"].as_str().unwrap();
+            assert!(
+                detail.contains(field) && detail.contains(why),
+                "{path}: {detail}"
+            );
+        }
+        problem(put(path, "{").await.unwrap(), 400, "MalformedJSON").await;
+    }
+    // Nothing was set by the refused calls.
+    assert_eq!(cloud.admin.throttling().await.unwrap(), None);
+    assert!(cloud.admin.account_throttling().await.unwrap().is_empty());
+
+    // Only accounts an API key names can have a bucket of their own.
+    let good = Some(Throttling {
+        rate_per_second: 1.0,
+        burst: 1,
+    });
+    let err = cloud
+        .admin
+        .set_account_throttling("acct-typo", good)
+        .await
+        .unwrap_err();
+    assert_problem(&err, 404, "UnknownAccount", None);
+    assert!(err.to_string().contains("acct-typo"), "{err}");
+    let err = cloud
+        .admin
+        .set_account_throttling("acct-typo", None)
+        .await
+        .unwrap_err();
+    assert_problem(&err, 404, "UnknownAccount", None);
+    // An account name that is not a plain path segment still arrives whole.
+    let err = cloud
+        .admin
+        .set_account_throttling("acct-a/../acct-b", good)
+        .await
+        .unwrap_err();
+    assert_problem(&err, 404, "UnknownAccount", None);
+    assert!(cloud.admin.account_throttling().await.unwrap().is_empty());
+}
+
 #[tokio::test]
 async fn a_bad_admin_query_is_a_problem_naming_the_parameter() {
     let cloud = Cloud::start().await;

@@ -45,10 +45,11 @@ pub async fn fingerprint(console: &Console, watch: Watch) -> Result<String, sqlx
     Ok(match watch {
         Watch::Resources => resources,
         Watch::Everything => format!(
-            "{resources}|{}|{:?}|{:?}",
+            "{resources}|{}|{:?}|{:?}|{:?}",
             data::last_call(console.pool()).await?,
             console.app.faults.list(),
             console.app.throttle.get(),
+            console.app.throttle.accounts(),
         ),
     })
 }

@@ -142,6 +142,14 @@ pub fn router<S: Clone + Send + Sync + 'static>(
             "/console/throttling/clear",
             post(pages::faults::clear_throttling),
         )
+        .route(
+            "/console/throttling/accounts",
+            post(pages::faults::set_account_throttling),
+        )
+        .route(
+            "/console/throttling/accounts/clear",
+            post(pages::faults::clear_account_throttling),
+        )
         .route("/console/live", get(live::changes))
         .route("/console/live/audit", get(live::audit))
         .route("/console/logout", post(login::logout))

@@ -452,6 +452,86 @@ async fn a_fault_added_in_the_console_fails_matching_calls() {
 }
 
 #[tokio::test]
+async fn an_accounts_own_rate_set_in_the_console_throttles_it_until_cleared() {
+    let site = Site::start().await;
+    let login = site.login().await;
+    let list_vpcs = || {
+        site.http
+            .get(site.url("/v1/regions/us-east-1/vpcs"))
+            .bearer_auth(KEY)
+            .send()
+    };
+    let page = site.page(&login.cookie, "/console/faults").await;
+    assert!(
+        page.contains(&format!("<option value=\"{ACCOUNT}\">")),
+        "the form offers the accounts of the API keys: {page}"
+    );
+    let set = site
+        .post(
+            &login,
+            "/console/throttling/accounts",
+            &[("account", ACCOUNT), ("rate", "0"), ("burst", "1")],
+        )
+        .await;
+    assert_eq!(set.status(), StatusCode::SEE_OTHER);
+    assert_eq!(set.headers()[LOCATION], "/console/faults");
+    let refused = list_vpcs().await.unwrap();
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(refused.headers()["retry-after"], "60");
+    let own = site.admin_get("/admin/throttling/accounts").await;
+    assert_eq!(
+        own,
+        json!([{ "account": ACCOUNT, "throttling": { "ratePerSecond": 0.0, "burst": 1 } }])
+    );
+    let page = site.page(&login.cookie, "/console/faults").await;
+    assert!(
+        page.contains(&format!("Account {ACCOUNT} is refused every call.")),
+        "{page}"
+    );
+    assert!(page.contains("0 (every call refused)"), "{page}");
+    let admin = site.admin_get("/admin/audit?actor=admin").await;
+    assert_eq!(admin[0]["path"], "/console/throttling/accounts", "{admin}");
+
+    // What /admin refuses, the console refuses, saying why.
+    for (fields, why) in [
+        (
+            [("account", "team-typo"), ("rate", "1"), ("burst", "1")],
+            "no API key is for account",
+        ),
+        (
+            [("account", ACCOUNT), ("rate", "1"), ("burst", "0")],
+            "burst: must be at least 1",
+        ),
+    ] {
+        site.post(&login, "/console/throttling/accounts", &fields)
+            .await;
+        let page = site.page(&login.cookie, "/console/faults").await;
+        assert!(page.contains(why), "{why}: {page}");
+    }
+    assert_eq!(
+        site.admin_get("/admin/throttling/accounts").await,
+        own,
+        "refused forms change nothing"
+    );
+
+    let cleared = site
+        .post(
+            &login,
+            "/console/throttling/accounts/clear",
+            &[("account", ACCOUNT)],
+        )
+        .await;
+    assert_eq!(cleared.status(), StatusCode::SEE_OTHER);
+    assert_eq!(list_vpcs().await.unwrap().status(), StatusCode::OK);
+    let page = site.page(&login.cookie, "/console/faults").await;
+    assert!(page.contains("has the default rate again"), "{page}");
+    assert!(
+        page.contains("None: every account has the rate above."),
+        "{page}"
+    );
+}
+
+#[tokio::test]
 async fn an_open_event_stream_does_not_hold_the_shutdown_open() {
     let site = Site::start().await;
     let login = site.login().await;

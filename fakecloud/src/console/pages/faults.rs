@@ -1,7 +1,8 @@
 //! Faults and throttling: the fault rules in force, a form to add one by
-//! kind, region and operation, and every account's token bucket.
+//! kind, region and operation, the token bucket of every account, and the
+//! accounts with a bucket of their own.
 //!
-//! Adding a rule or setting the bucket goes through the admin API's own
+//! Adding a rule or setting a bucket goes through the admin API's own
 //! handlers, so the console accepts exactly what `/admin` accepts.
 
 use axum::body::Bytes;
@@ -18,7 +19,7 @@ use crate::console::ConsoleState;
 use crate::console::error::ConsoleError;
 use crate::console::html::{self, Section, csrf_field};
 use crate::console::session::{CurrentSession, Flash};
-use crate::model::{Actor, FaultRule, FaultRuleSpec, Kind, REGIONS, Throttling};
+use crate::model::{AccountThrottling, Actor, FaultRule, FaultRuleSpec, Kind, REGIONS, Throttling};
 
 const PAGE: &str = "/console/faults";
 
@@ -30,13 +31,15 @@ pub async fn page(
     let flash = console.sessions.take_flash(&session.key);
     let rules = console.app.faults.list();
     let throttling = console.app.throttle.get();
+    let own = console.app.throttle.accounts();
     let body = html! {
         section aria-labelledby="rules-heading" {
             h2 #rules-heading { "Fault rules in force" }
             (rules_table(&session, &rules))
         }
         (add_form(&session))
-        (throttling_section(&session, throttling))
+        (throttling_section(&session, throttling, !own.is_empty()))
+        (accounts_section(&session, &own, &accounts(&console)))
     };
     html::page(
         "Faults & throttling",
@@ -167,16 +170,30 @@ fn add_form(session: &CurrentSession) -> Markup {
     }
 }
 
-fn throttling_section(session: &CurrentSession, throttling: Option<Throttling>) -> Markup {
+/// The default bucket; `overridden` when some accounts have their own.
+fn throttling_section(
+    session: &CurrentSession,
+    throttling: Option<Throttling>,
+    overridden: bool,
+) -> Markup {
+    let accounts = if overridden {
+        "Each account without a rate of its own"
+    } else {
+        "Each account"
+    };
     html! {
         section aria-labelledby="throttling-heading" {
             h2 #throttling-heading { "Throttling" }
             p {
                 @match throttling {
+                    Some(t) if t.rate_per_second == 0.0 => {
+                        (accounts) " is " strong { "refused every call" } " (rate 0): 429 with Retry-After."
+                    }
                     Some(t) => {
-                        "Each account may make " strong { (t.rate_per_second) " calls per second" }
+                        (accounts) " may make " strong { (t.rate_per_second) " calls per second" }
                         " (bursts of " (t.burst) "); calls beyond get 429 with Retry-After."
                     }
+                    None if overridden => "Off for every account without a rate of its own.",
                     None => "Off: no account is throttled.",
                 }
             }
@@ -189,7 +206,7 @@ fn throttling_section(session: &CurrentSession, throttling: Option<Throttling>) 
                 }
                 div .field {
                     label for="burst" { "Burst" }
-                    input #burst type="number" name="burst" min="0" required
+                    input #burst type="number" name="burst" min="1" required
                         value=(throttling.map_or(10, |t| t.burst));
                 }
                 div .buttons { button type="submit" { "Set throttling" } }
@@ -199,6 +216,88 @@ fn throttling_section(session: &CurrentSession, throttling: Option<Throttling>) 
                     (csrf_field(session))
                     button type="submit" { "Stop throttling" }
                 }
+            }
+        }
+    }
+}
+
+/// The accounts API keys name, once each and sorted: the only accounts a
+/// rate of their own can apply to.
+fn accounts(console: &ConsoleState) -> Vec<String> {
+    let mut accounts: Vec<String> = console.app.api_keys.values().cloned().collect();
+    accounts.sort();
+    accounts.dedup();
+    accounts
+}
+
+/// The accounts with a bucket of their own, and a form to give one its own
+/// or put it back on the default.
+fn accounts_section(
+    session: &CurrentSession,
+    own: &[AccountThrottling],
+    accounts: &[String],
+) -> Markup {
+    html! {
+        section aria-labelledby="account-throttling-heading" {
+            h2 #account-throttling-heading { "Accounts with a rate of their own" }
+            @if own.is_empty() {
+                p .empty { "None: every account has the rate above." }
+            } @else {
+                div .scroll {
+                    table .account-throttling {
+                        thead {
+                            tr {
+                                th scope="col" { "Account" }
+                                th scope="col" { "Calls per second" }
+                                th scope="col" { "Burst" }
+                                th scope="col" { span .visually-hidden { "Back to the default" } }
+                            }
+                        }
+                        tbody {
+                            @for each in own {
+                                @let t = each.throttling;
+                                tr {
+                                    td { (each.account) }
+                                    td {
+                                        @if t.rate_per_second == 0.0 { "0 (every call refused)" }
+                                        @else { (t.rate_per_second) }
+                                    }
+                                    td { (t.burst) }
+                                    td {
+                                        form .inline method="post" action="/console/throttling/accounts/clear" {
+                                            (csrf_field(session))
+                                            input type="hidden" name="account" value=(each.account);
+                                            button type="submit" .small
+                                                aria-label=(format!("Put account {} back on the default rate", each.account)) {
+                                                "Back to the default"
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            p .muted { "An account's own rate wins over the one above, for that account only; \
+                rate 0 refuses every call of the account. Setting it refills only that account's bucket." }
+            form .grid-form method="post" action="/console/throttling/accounts" {
+                (csrf_field(session))
+                div .field {
+                    label for="account-throttling-account" { "Account" }
+                    select #account-throttling-account name="account" required {
+                        @for account in accounts { option value=(account) { (account) } }
+                    }
+                }
+                div .field {
+                    label for="account-rate" { "Calls per second" }
+                    input #account-rate type="number" name="rate" min="0" step="any" required value="0";
+                }
+                div .field {
+                    label for="account-burst" { "Burst" }
+                    input #account-burst type="number" name="burst" min="1" required value="1";
+                }
+                div .buttons { button type="submit" { "Set the account's rate" } }
             }
         }
     }
@@ -356,15 +455,11 @@ pub struct ThrottlingForm {
     burst: Option<String>,
 }
 
-/// `POST /console/throttling`.
-pub async fn set_throttling(
-    State(console): State<ConsoleState>,
-    Extension(session): Extension<CurrentSession>,
-    Form(form): Form<ThrottlingForm>,
-) -> Result<Response, ConsoleError> {
-    let path = "/console/throttling";
-    let parsed = number::<f64>(&form.rate, "rate").and_then(|rate| {
-        let burst = number::<u32>(&form.burst, "burst")?;
+impl ThrottlingForm {
+    /// The bucket the form asks for; the admin handler checks its values.
+    fn throttling(&self) -> Result<Throttling, String> {
+        let rate = number::<f64>(&self.rate, "rate")?;
+        let burst = number::<u32>(&self.burst, "burst")?;
         match (rate, burst) {
             (Some(rate_per_second), Some(burst)) => Ok(Throttling {
                 rate_per_second,
@@ -372,8 +467,29 @@ pub async fn set_throttling(
             }),
             _ => Err("rate and burst are both needed".to_owned()),
         }
-    });
-    let throttling = match parsed {
+    }
+}
+
+/// What a bucket does, for a flash message.
+fn describe(throttling: Throttling) -> String {
+    if throttling.rate_per_second == 0.0 {
+        "is refused every call".to_owned()
+    } else {
+        format!(
+            "may now make {} calls per second (bursts of {})",
+            throttling.rate_per_second, throttling.burst
+        )
+    }
+}
+
+/// `POST /console/throttling`.
+pub async fn set_throttling(
+    State(console): State<ConsoleState>,
+    Extension(session): Extension<CurrentSession>,
+    Form(form): Form<ThrottlingForm>,
+) -> Result<Response, ConsoleError> {
+    let path = "/console/throttling";
+    let throttling = match form.throttling() {
         Ok(throttling) => throttling,
         Err(message) => {
             let flash = Flash::error(message);
@@ -390,10 +506,7 @@ pub async fn set_throttling(
     Ok(
         match admin::set_throttling(State(console.app.clone()), Bytes::from(body)).await {
             Ok(_) => {
-                let flash = Flash::ok(format!(
-                    "Each account may now make {} calls per second (bursts of {}).",
-                    throttling.rate_per_second, throttling.burst
-                ));
+                let flash = Flash::ok(format!("Each account {}.", describe(throttling)));
                 done(&console, &session, path, StatusCode::OK, flash)
             }
             Err(err) => done(
@@ -413,7 +526,11 @@ pub async fn clear_throttling(
     Extension(session): Extension<CurrentSession>,
 ) -> Response {
     console.app.throttle.set(None);
-    let flash = Flash::ok("Throttling is off.");
+    let flash = if console.app.throttle.accounts().is_empty() {
+        Flash::ok("Throttling is off.")
+    } else {
+        Flash::ok("Throttling is off for every account without a rate of its own.")
+    };
     done(
         &console,
         &session,
@@ -421,6 +538,83 @@ pub async fn clear_throttling(
         StatusCode::NO_CONTENT,
         flash,
     )
+}
+
+#[derive(Deserialize)]
+pub struct AccountThrottlingForm {
+    account: Option<String>,
+    #[serde(flatten)]
+    bucket: ThrottlingForm,
+}
+
+/// `POST /console/throttling/accounts`: the account's own bucket.
+pub async fn set_account_throttling(
+    State(console): State<ConsoleState>,
+    Extension(session): Extension<CurrentSession>,
+    Form(form): Form<AccountThrottlingForm>,
+) -> Result<Response, ConsoleError> {
+    let path = "/console/throttling/accounts";
+    let parsed = given(&form.account)
+        .ok_or_else(|| "account: pick one".to_owned())
+        .and_then(|account| Ok((account, form.bucket.throttling()?)));
+    let (account, throttling) = match parsed {
+        Ok(parsed) => parsed,
+        Err(message) => {
+            let flash = Flash::error(message);
+            return Ok(done(
+                &console,
+                &session,
+                path,
+                StatusCode::BAD_REQUEST,
+                flash,
+            ));
+        }
+    };
+    let body = serde_json::to_vec(&throttling).map_err(|_| ConsoleError::Body)?;
+    let answer = admin::set_account_throttling(
+        State(console.app.clone()),
+        Path(account.clone()),
+        Bytes::from(body),
+    )
+    .await;
+    Ok(match answer {
+        Ok(_) => {
+            let flash = Flash::ok(format!("Account {account} {}.", describe(throttling)));
+            done(&console, &session, path, StatusCode::OK, flash)
+        }
+        Err(err) => done(
+            &console,
+            &session,
+            path,
+            err.status,
+            Flash::error(err.detail),
+        ),
+    })
+}
+
+#[derive(Deserialize)]
+pub struct AccountForm {
+    account: Option<String>,
+}
+
+/// `POST /console/throttling/accounts/clear`: the account back on the
+/// default bucket.
+pub async fn clear_account_throttling(
+    State(console): State<ConsoleState>,
+    Extension(session): Extension<CurrentSession>,
+    Form(form): Form<AccountForm>,
+) -> Response {
+    let path = "/console/throttling/accounts/clear";
+    let account = given(&form.account).unwrap_or_default();
+    if console.app.throttle.clear_account(&account) {
+        let flash = Flash::ok(format!("Account {account} has the default rate again."));
+        done(&console, &session, path, StatusCode::NO_CONTENT, flash)
+    } else {
+        let flash = Flash::error(format!(
+            "Account {account:?} has no rate of its own (any more)."
+        ));
+        done(&console, &session, path, StatusCode::NOT_FOUND, flash)
+    }
 }
 
 #[cfg(test)]

@@ -82,6 +82,7 @@ async fn fragment_of(console: &ConsoleState) -> Result<Markup, ConsoleError> {
     )?;
     let faults = console.app.faults.list().len();
     let throttling = console.app.throttle.get();
+    let own = console.app.throttle.accounts().len();
     Ok(html! {
         section aria-labelledby="resources-heading" {
             h2 #resources-heading { "Resources" }
@@ -122,9 +123,13 @@ async fn fragment_of(console: &ConsoleState) -> Result<Markup, ConsoleError> {
                 a href="/console/faults" { (faults) " fault rule" @if faults != 1 { "s" } }
                 " in force; throttling "
                 @match throttling {
-                    Some(t) => { "at " (t.rate_per_second) " calls per second per account." }
-                    None => "off.",
+                    Some(t) => { "at " (t.rate_per_second) " calls per second per account" }
+                    None => "off",
                 }
+                @if own > 0 {
+                    ", but " (own) " account" @if own == 1 { " has its own rate" } @else { "s have their own" }
+                }
+                "."
             }
         }
     })
