@@ -37,7 +37,7 @@ COPY xpkg/Cargo.toml xpkg/
 RUN set -eu; \
     for crate in crossplane-types apis runtime fakecloud provider e2e demo xpkg; do mkdir -p "$crate/src"; : > "$crate/src/lib.rs"; done; \
     mkdir -p fakecloud/benches e2e/src/bin; \
-    for main in fakecloud/src/main.rs provider/src/main.rs fakecloud/benches/load.rs \
+    for main in fakecloud/src/main.rs provider/src/main.rs fakecloud/benches/load.rs fakecloud/benches/console.rs \
                 demo/src/main.rs e2e/src/bin/compose-setup.rs xpkg/src/main.rs; do echo 'fn main() {}' > "$main"; done; \
     $CARGO_BUILD; \
     rm -rf crossplane-types/src apis runtime/src fakecloud/src fakecloud/benches provider/src \
