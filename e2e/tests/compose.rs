@@ -207,7 +207,7 @@ async fn the_demo_plays_every_story_and_fakecloud_keeps_its_data_across_a_restar
     .expect("docker wait runs");
     let demo_log = project.logs("demo");
     assert_eq!(code.trim(), "0", "the demo failed; its output:\n{demo_log}");
-    assert!(demo_log.contains("13 of 13 stories held"), "{demo_log}");
+    assert!(demo_log.contains("14 of 14 stories held"), "{demo_log}");
 
     // The provider started before any CRD existed and started each
     // controller when the demo installed that kind's CRD: the four

@@ -162,7 +162,39 @@ mod tests {
         );
         assert_eq!(
             status_row(&vpc),
-            "VPC/a  READY=-  SYNCED=-  EXTERNAL-NAME=-"
+            "VPC/a  READY=-  SYNCED=-  DRIFT=-  EXTERNAL-NAME=-"
+        );
+    }
+
+    #[test]
+    fn drift_shows_the_count_the_condition_and_each_field_masked_where_sensitive() {
+        let db: apis::kinds::Vpc = serde_json::from_value(json!({
+            "apiVersion": "network.fakecloud.crossplane.io/v1alpha1", "kind": "VPC",
+            "metadata": { "name": "a" },
+            "spec": { "forProvider": { "region": "us-east-1" } },
+            "status": {
+                "conditions": [{ "type": "UpToDate", "status": "False", "reason": "DriftIgnored",
+                                 "lastTransitionTime": "2026-11-24T00:00:00Z" }],
+                "drift": { "count": 2, "fields": [
+                    { "path": "tags.env", "declared": "prod", "observed": "dev",
+                      "action": "WouldUpdate", "since": "2026-11-24T00:00:00Z" },
+                    { "path": "secret", "sensitive": true,
+                      "action": "WouldUpdate", "since": "2026-11-24T00:00:00Z" },
+                ] },
+            },
+        }))
+        .expect("valid VPC");
+        assert_eq!(
+            status_row(&db),
+            "VPC/a  READY=-  SYNCED=-  DRIFT=2  EXTERNAL-NAME=-"
+        );
+        assert_eq!(
+            drift_lines(&db),
+            [
+                "status.drift: 2 field(s) differ; UpToDate=False (DriftIgnored)",
+                "  tags.env: declared prod, observed dev -> WouldUpdate",
+                "  secret: declared (sensitive), observed (sensitive) -> WouldUpdate",
+            ]
         );
     }
 }
