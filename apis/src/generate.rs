@@ -21,8 +21,9 @@ use crate::kinds::provider_config::m::{
     ProviderConfigUsage as NamespacedProviderConfigUsage,
 };
 use crate::kinds::{
-    DatabaseInstance, NodeGroup, ProviderConfig, ProviderConfigUsage, Subnet, Vpc,
-    database_instance, nodegroup, subnet, vpc,
+    DatabaseInstance, DatabaseInstanceQuery, NodeGroup, NodeGroupQuery, ProviderConfig,
+    ProviderConfigUsage, Subnet, SubnetQuery, Vpc, VpcQuery, database_instance, nodegroup, subnet,
+    vpc,
 };
 use crossplane_types::Managed;
 
@@ -135,7 +136,10 @@ pub fn mrd<M: Managed>() -> ManagedResourceDefinition {
 }
 
 /// The CRDs of every kind: the four managed kinds in both scopes, then
-/// the ProviderConfig kinds and their usages, namespaced (v2) first.
+/// the ProviderConfig kinds and their usages, namespaced (v2) first, then
+/// the four query kinds. A query kind is not a managed resource: it has a
+/// plain CRD and no MRD, so Crossplane installs it with the package and
+/// no activation policy gates it.
 pub fn crds() -> Vec<CustomResourceDefinition> {
     vec![
         vpc::m::Vpc::crd(),
@@ -152,6 +156,10 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         ClusterProviderConfigUsage::crd(),
         ProviderConfig::crd(),
         ProviderConfigUsage::crd(),
+        VpcQuery::crd(),
+        SubnetQuery::crd(),
+        NodeGroupQuery::crd(),
+        DatabaseInstanceQuery::crd(),
     ]
 }
 

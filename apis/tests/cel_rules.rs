@@ -9,8 +9,8 @@ use apis::kinds::provider_config::m::{
     ClusterProviderConfig, ProviderConfig as TeamProviderConfig,
 };
 use apis::kinds::{
-    DatabaseInstance, NodeGroup, ProviderConfig, Subnet, Vpc, database_instance, nodegroup, subnet,
-    vpc,
+    DatabaseInstance, DatabaseInstanceQuery, NodeGroup, NodeGroupQuery, ProviderConfig, Subnet,
+    SubnetQuery, Vpc, VpcQuery, database_instance, nodegroup, subnet, vpc,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
@@ -140,9 +140,113 @@ fn observe_only() -> Value {
     json!(["Observe"])
 }
 
+/// A query of each kind whose filter passes the schema. The four kinds
+/// share their rules, so every query case runs on each.
+fn queries() -> [(fn() -> CustomResourceDefinition, Value); 4] {
+    let query = |kind: &str, filter: Value| {
+        json!({"apiVersion": "query.fakecloud.m.crossplane.io/v1alpha1", "kind": kind,
+            "metadata": {"name": "team-b", "namespace": "app"},
+            "spec": {"filter": filter}})
+    };
+    [
+        (
+            VpcQuery::crd,
+            query(
+                "VPCQuery",
+                json!({"region": "us-east-1", "tags": ["team=b", "owner"]}),
+            ),
+        ),
+        (
+            SubnetQuery::crd,
+            query(
+                "SubnetQuery",
+                json!({"region": "us-east-1", "vpcId": "vpc-0123456789abcdef0"}),
+            ),
+        ),
+        (
+            NodeGroupQuery::crd,
+            query(
+                "NodeGroupQuery",
+                json!({"region": "us-east-1", "clusterName": "prod"}),
+            ),
+        ),
+        (
+            DatabaseInstanceQuery::crd,
+            query(
+                "DatabaseInstanceQuery",
+                json!({"region": "eu-west-1", "engine": "postgres"}),
+            ),
+        ),
+    ]
+}
+
+/// The query kinds' rules: `mostRecent` and `limit` exclude each other, and
+/// the name fits the label its managed resources carry.
+fn query_cases() -> Vec<Case> {
+    let both = "set mostRecent or limit, not both";
+    queries()
+        .into_iter()
+        .flat_map(|(crd, query)| {
+            vec![
+                create(
+                    "a query with a filter passes",
+                    crd,
+                    query.clone(),
+                    Expect::Pass,
+                ),
+                create(
+                    "mostRecent alone passes",
+                    crd,
+                    with(&query, "spec.mostRecent", json!(true)),
+                    Expect::Pass,
+                ),
+                create(
+                    "a limit alone passes",
+                    crd,
+                    with(&query, "spec.limit", json!(5)),
+                    Expect::Pass,
+                ),
+                create(
+                    "mostRecent false beside a limit passes",
+                    crd,
+                    with(
+                        &with(&query, "spec.mostRecent", json!(false)),
+                        "spec.limit",
+                        json!(5),
+                    ),
+                    Expect::Pass,
+                ),
+                create(
+                    "mostRecent beside a limit fails",
+                    crd,
+                    with(
+                        &with(&query, "spec.mostRecent", json!(true)),
+                        "spec.limit",
+                        json!(5),
+                    ),
+                    fail(".spec", both),
+                ),
+                create(
+                    "a 63-character query name passes",
+                    crd,
+                    with(&query, "metadata.name", json!("q".repeat(63))),
+                    Expect::Pass,
+                ),
+                create(
+                    "a 64-character query name fails",
+                    crd,
+                    with(&query, "metadata.name", json!("q".repeat(64))),
+                    fail("", "at most 63 characters"),
+                ),
+            ]
+        })
+        .collect()
+}
+
 /// Every case, on every CRD it applies to: a managed kind's rules are the
 /// same in both scopes, and the three ProviderConfig kinds share theirs, so
-/// each case written for the legacy kind runs on its siblings too.
+/// each case written for the legacy kind runs on its siblings too. The
+/// query kinds' cases follow.
 fn cases() -> Vec<Case> {
     let siblings =
         |crd: fn() -> CustomResourceDefinition| -> Vec<fn() -> CustomResourceDefinition> {
@@ -182,6 +286,7 @@ fn cases() -> Vec<Case> {
                 .collect();
             std::iter::once(case).chain(copies)
         })
+        .chain(query_cases())
         .collect()
 }
 

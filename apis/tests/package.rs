@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use apis::generate::{ManagedResourceDefinition, MrdState, default_package_root, stale_files};
 use apis::kinds::{
-    DatabaseInstance, NodeGroup, ProviderConfig, Subnet, Vpc, database_instance, nodegroup,
-    provider_config, subnet, vpc,
+    DatabaseInstance, DatabaseInstanceQuery, NodeGroup, NodeGroupQuery, ProviderConfig, Subnet,
+    SubnetQuery, Vpc, VpcQuery, database_instance, nodegroup, provider_config, subnet, vpc,
 };
 use crossplane_types::Managed;
 use k8s_openapi::api::core::v1::Secret;
@@ -219,6 +219,18 @@ fn every_example_parses_into_the_rust_types_and_passes_the_schema_and_rules() {
             ("fakecloud.m.crossplane.io/v1alpha1", "ClusterProviderConfig") => {
                 check_resource::<provider_config::m::ClusterProviderConfig>(&file, &document)
             }
+            ("query.fakecloud.m.crossplane.io/v1alpha1", "VPCQuery") => {
+                check_resource::<VpcQuery>(&file, &document)
+            }
+            ("query.fakecloud.m.crossplane.io/v1alpha1", "SubnetQuery") => {
+                check_resource::<SubnetQuery>(&file, &document)
+            }
+            ("query.fakecloud.m.crossplane.io/v1alpha1", "NodeGroupQuery") => {
+                check_resource::<NodeGroupQuery>(&file, &document)
+            }
+            ("query.fakecloud.m.crossplane.io/v1alpha1", "DatabaseInstanceQuery") => {
+                check_resource::<DatabaseInstanceQuery>(&file, &document)
+            }
             ("v1", "Secret") => {
                 parse::<Secret>(&file, &document);
             }
@@ -241,6 +253,7 @@ fn every_example_parses_into_the_rust_types_and_passes_the_schema_and_rules() {
         "DatabaseInstance.m",
         "ProviderConfig.m",
         "ClusterProviderConfig.m",
+        "VPCQuery.m",
         "Secret",
         "ManagedResourceActivationPolicy",
     ] {

@@ -5,7 +5,8 @@
 //! scopes of Crossplane v2 (namespaced and legacy cluster-scoped), the
 //! [`Managed`] trait through which a generic runtime reads a kind, the
 //! well-known annotation, label and finalizer names, and the CEL rules the
-//! CRDs carry.
+//! CRDs carry. Beside them, the shared parts of query resources
+//! ([`query`]), which own observe-only managed resources.
 //!
 //! It depends on the API types only (serde, schemars, k8s-openapi and
 //! kube's core), so a crate of CRD types can use it without pulling in a
@@ -16,6 +17,7 @@ pub mod drift;
 pub mod managed;
 pub mod policy;
 pub mod provider_config;
+pub mod query;
 pub mod reference;
 pub mod rules;
 pub mod scope;
@@ -29,6 +31,7 @@ pub use drift::{Drift, DriftAction, DriftedField};
 pub use managed::{ConnectionDetail, ExternalNameOrigin, Managed, ReferenceField};
 pub use policy::{DeletionPolicy, ManagementAction};
 pub use provider_config::{CredentialsSource, ProviderConfigStatus, ProviderCredentials};
+pub use query::{Query, QueryMatch, QuerySpec, QueryStatus, Selection};
 pub use reference::{
     NamespacedProviderConfigReference, NamespacedReference, NamespacedSelector,
     ProviderConfigRefKind, ProviderConfigReference, Reference, ReferencePolicy, ResolutionPolicy,

@@ -207,18 +207,13 @@ impl CommonSpec for ResourceSpec {
     }
 }
 
-impl CommonSpec for NamespacedResourceSpec {
-    fn management_policies(&self) -> &[ManagementAction] {
-        &self.management_policies
-    }
-
-    fn deletion_policy(&self) -> DeletionPolicy {
-        DeletionPolicy::Delete
-    }
-
-    fn provider_config(&self, namespace: Option<&str>) -> ProviderConfigKey {
-        let NamespacedProviderConfigReference { kind, name } = &self.provider_config_ref;
-        let kind = match kind {
+impl NamespacedProviderConfigReference {
+    /// The ProviderConfig this names, for an object in `namespace`: a
+    /// `ProviderConfig` is in that namespace, a `ClusterProviderConfig` in
+    /// none. Shared by namespaced managed resources and the query kinds
+    /// ([`crate::query`]), which name their ProviderConfig the same way.
+    pub fn locate(&self, namespace: Option<&str>) -> ProviderConfigKey {
+        let kind = match self.kind {
             crate::reference::ProviderConfigRefKind::ProviderConfig => {
                 ProviderConfigKind::Namespaced
             }
@@ -230,8 +225,22 @@ impl CommonSpec for NamespacedResourceSpec {
             kind,
             namespace: (kind == ProviderConfigKind::Namespaced)
                 .then(|| namespace.unwrap_or_default().to_owned()),
-            name: name.clone(),
+            name: self.name.clone(),
         }
+    }
+}
+
+impl CommonSpec for NamespacedResourceSpec {
+    fn management_policies(&self) -> &[ManagementAction] {
+        &self.management_policies
+    }
+
+    fn deletion_policy(&self) -> DeletionPolicy {
+        DeletionPolicy::Delete
+    }
+
+    fn provider_config(&self, namespace: Option<&str>) -> ProviderConfigKey {
+        self.provider_config_ref.locate(namespace)
     }
 
     fn connection_secret(&self, namespace: Option<&str>) -> Option<SecretLocation> {

@@ -3,7 +3,8 @@
 //! that role alone, through VPC, Subnet (a reference) and DatabaseInstance
 //! (connection Secret) lifecycles of the legacy kinds, a namespaced VPC on a
 //! ClusterProviderConfig and a namespaced DatabaseInstance on its
-//! namespace's ProviderConfig, with leader election on. Every request it
+//! namespace's ProviderConfig, a VPCQuery that creates an observe-only VPC,
+//! with leader election on. Every request it
 //! sends is recorded. A missing permission fails the lifecycle (or shows as
 //! a request outside the role, for calls whose failure is only logged, such
 //! as events); a permission no request used fails the exactness check.
@@ -51,18 +52,36 @@ fn managed_resources() -> BTreeSet<(String, String)> {
         .collect()
 }
 
+/// The query kinds share one generic controller too: compared as this
+/// placeholder, after checking the role names every query kind.
+const QUERY: &str = "<query>";
+
+fn query_resources() -> BTreeSet<(String, String)> {
+    provider::queries::gated(Default::default())
+        .iter()
+        .map(|g| {
+            let (plural, group) = g.crd_name.split_once('.').expect("<plural>.<group>");
+            (group.to_owned(), plural.to_owned())
+        })
+        .collect()
+}
+
 fn generalise(permission: &Permission, managed: &BTreeSet<(String, String)>) -> Permission {
     let (group, resource, verb) = permission;
     let (base, sub) = match resource.split_once('/') {
         Some((base, sub)) => (base, Some(sub)),
         None => (resource.as_str(), None),
     };
-    if managed.contains(&(group.clone(), base.to_owned())) {
-        let resource = sub.map_or_else(|| MANAGED.to_owned(), |s| format!("{MANAGED}/{s}"));
-        (MANAGED.to_owned(), resource, verb.clone())
+    let key = (group.clone(), base.to_owned());
+    let placeholder = if managed.contains(&key) {
+        MANAGED
+    } else if query_resources().contains(&key) {
+        QUERY
     } else {
-        permission.clone()
-    }
+        return permission.clone();
+    };
+    let resource = sub.map_or_else(|| placeholder.to_owned(), |s| format!("{placeholder}/{s}"));
+    (placeholder.to_owned(), resource, verb.clone())
 }
 
 fn role() -> ClusterRole {
@@ -369,6 +388,7 @@ async fn lifecycle_under(role: &ClusterRole) -> anyhow::Result<(World, BTreeSet<
         )
         .await?;
     let namespaced = namespaced_lifecycle(&world).await?;
+    query_lifecycle(&world).await?;
 
     // A resource that keeps failing the same way: its one Event is counted
     // up (patched) rather than written again.
@@ -527,27 +547,81 @@ async fn namespaced_lifecycle(world: &World) -> anyhow::Result<NamespacedResourc
     Ok(NamespacedResources { vpc, db })
 }
 
+/// Under the role: a VPCQuery in namespace `app` whose filter matches one
+/// VPC made in the cloud directly; the query creates its observe-only VPC,
+/// which becomes Ready, and reports the match. Deleting the query leaves
+/// the VPC to the garbage collector and its finalizer to the provider.
+async fn query_lifecycle(world: &World) -> anyhow::Result<()> {
+    use apis::kinds::VpcQuery;
+    let app = world.objects.in_namespace(APP);
+    let tag = e2e::unique_name("rbac");
+    let body =
+        serde_json::from_value(json!({ "cidrBlock": "10.7.0.0/16", "tags": { "rbac": tag } }))?;
+    let id = world
+        .cloud
+        .create_vpc("us-east-1", &body, None)
+        .await?
+        .resource
+        .id;
+    let query = e2e::unique_name("q");
+    app.apply::<VpcQuery>(json!({
+        "apiVersion": "query.fakecloud.m.crossplane.io/v1alpha1", "kind": "VPCQuery",
+        "metadata": { "name": query },
+        "spec": { "filter": { "region": "us-east-1", "tags": [format!("rbac={tag}")] } },
+    }))
+    .await?;
+    app.wait_for::<VpcQuery>(&query, "one match", READY, |q| {
+        q.status.as_ref().and_then(|s| s.match_count) == Some(1) && is_ready(q) && is_synced(q)
+    })
+    .await?;
+    let observed = format!("{query}-{id}");
+    app.wait_for::<m_vpc::Vpc>(&observed, "observed VPC Ready", READY, |v| {
+        is_ready(v) && is_synced(v)
+    })
+    .await?;
+    app.delete::<VpcQuery>(&query).await?;
+    app.wait_gone::<m_vpc::Vpc>(&observed, READY).await?;
+    Ok(())
+}
+
 #[tokio::test]
 async fn the_provider_runs_on_its_cluster_role_alone() -> anyhow::Result<()> {
     let role = role();
     let (world, used) = lifecycle_under(&role).await?;
     let managed = managed_resources();
     let role_permissions = role_permissions(&role);
-    // The role names every managed kind, with the same verbs for each.
+    // The role names every managed kind, with the same verbs for each
+    // scope's kinds: the namespaced ones are also created (by queries).
+    let verbs_of = |group: &str, resource: &str| -> BTreeSet<&str> {
+        role_permissions
+            .iter()
+            .filter(|(g, r, _)| g == group && r == resource)
+            .map(|(_, _, v)| v.as_str())
+            .collect()
+    };
     for (group, plural) in &managed {
-        for resource in [plural.clone(), format!("{plural}/status")] {
-            let verbs: BTreeSet<&str> = role_permissions
-                .iter()
-                .filter(|(g, r, _)| g == group && *r == resource)
-                .map(|(_, _, v)| v.as_str())
-                .collect();
-            let expected: BTreeSet<&str> = if resource.ends_with("/status") {
-                ["patch"].into()
-            } else {
-                ["get", "list", "watch", "patch"].into()
-            };
-            assert_eq!(verbs, expected, "{group} {resource}");
-        }
+        let expected: BTreeSet<&str> = if group.contains(".m.") {
+            ["get", "list", "watch", "create", "patch"].into()
+        } else {
+            ["get", "list", "watch", "patch"].into()
+        };
+        assert_eq!(verbs_of(group, plural), expected, "{group} {plural}");
+        let status = format!("{plural}/status");
+        assert_eq!(
+            verbs_of(group, &status),
+            ["patch"].into(),
+            "{group} {status}"
+        );
+    }
+    // And every query kind, watched, with its status written.
+    for (group, plural) in query_resources() {
+        assert_eq!(
+            verbs_of(&group, &plural),
+            ["list", "watch"].into(),
+            "{plural}"
+        );
+        let status = format!("{plural}/status");
+        assert_eq!(verbs_of(&group, &status), ["patch"].into(), "{status}");
     }
     let granted: BTreeSet<Permission> = role_permissions
         .iter()

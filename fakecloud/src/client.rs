@@ -470,12 +470,6 @@ impl Client {
             .map(|_| ())
     }
 
-    /// One page of the region's VPCs; the only kind callers list.
-    pub async fn list_vpcs(&self, region: &str, options: &ListOptions) -> Result<Page<Vpc>> {
-        self.list(collection(Kind::Vpc, region, None), options)
-            .await
-    }
-
     /// `Ok(true)` when the credentials are the instance's master
     /// credentials, `Ok(false)` when the server answers 401.
     pub async fn authenticate_database_instance(
@@ -530,9 +524,20 @@ macro_rules! cluster {
 macro_rules! kind_methods {
     (
         $kind:ident created from $create_body:ident, at ($region:ident $(, $cluster:ident)?),
-        key $key:ident: $create:ident, $get:ident, $patch:ident, $delete:ident
+        key $key:ident: $create:ident, $get:ident, $list:ident, $patch:ident, $delete:ident
     ) => {
         impl Client {
+            #[doc = concat!("One page of the `", stringify!($kind), "`s of a collection, with tag filters.")]
+            pub async fn $list(
+                &self,
+                $region: &str,
+                $($cluster: &str,)?
+                options: &ListOptions,
+            ) -> Result<Page<$kind>> {
+                self.list(collection(Kind::$kind, $region, cluster!($($cluster)?)), options)
+                    .await
+            }
+
             #[doc = concat!("`POST`s a new `", stringify!($kind), "`.")]
             pub async fn $create(
                 &self,
@@ -584,14 +589,15 @@ macro_rules! kind_methods {
 }
 
 kind_methods!(Vpc created from CreateVpc, at (region),
-    key id: create_vpc, get_vpc, patch_vpc, delete_vpc);
+    key id: create_vpc, get_vpc, list_vpcs, patch_vpc, delete_vpc);
 kind_methods!(Subnet created from CreateSubnet, at (region),
-    key id: create_subnet, get_subnet, patch_subnet, delete_subnet);
+    key id: create_subnet, get_subnet, list_subnets, patch_subnet, delete_subnet);
 kind_methods!(NodeGroup created from CreateNodeGroup, at (region, cluster),
-    key name: create_node_group, get_node_group, patch_node_group, delete_node_group);
+    key name: create_node_group, get_node_group, list_node_groups, patch_node_group,
+    delete_node_group);
 kind_methods!(DatabaseInstance created from CreateDatabaseInstance, at (region),
     key identifier: create_database_instance, get_database_instance,
-    patch_database_instance, delete_database_instance);
+    list_database_instances, patch_database_instance, delete_database_instance);
 
 /// Narrows an admin address when a name exists in several accounts,
 /// regions or clusters.

@@ -4,7 +4,9 @@
 //!
 //! - [`kinds`]: the four thin per-kind clients (VPC, Subnet, NodeGroup,
 //!   DatabaseInstance) that map `forProvider` onto fakecloud calls, and
-//!   the controllers the CRD gate may start.
+//!   the controllers the CRD gate may start;
+//! - [`queries`]: the four query kinds' list calls, whose controllers the
+//!   gate starts too.
 //! - [`cloud`]: how a ProviderConfig becomes a fakecloud client, and how
 //!   the runtime reads fakecloud's errors.
 //! - [`provider_config`]: the ProviderConfig controllers (usage counts and
@@ -17,6 +19,7 @@ pub mod config;
 mod flows;
 pub mod kinds;
 pub mod provider_config;
+pub mod queries;
 pub mod serve;
 
 /// The provider's name: the `source.component` of its Events.
@@ -114,7 +117,9 @@ pub async fn run(
     let ctx = Arc::new(ctx);
 
     let connect = Arc::new(cloud::FakecloudConnect::default());
-    let gate = Gate::new(ctx, kube.clone(), kinds::gated(connect), ready_tx);
+    let mut gated = kinds::gated(connect.clone());
+    gated.extend(queries::gated(connect));
+    let gate = Gate::new(ctx, kube.clone(), gated, ready_tx);
     let result = if config.leader_election {
         let identity = std::env::var("POD_NAME")
             .unwrap_or_else(|_| format!("provider-{}", std::process::id()));

@@ -212,15 +212,50 @@ impl Connector {
         let key = mr
             .resource_spec()
             .provider_config(mr.namespace().as_deref());
+        let (spec, credentials) = self.configured(&key).await?;
+        match self.track_usage(mr, kind, &key).await {
+            Ok(()) => {}
+            // A resource being deleted needs the config only to finish: a
+            // usage that cannot be written then (its namespace is being
+            // deleted, and refuses new objects) must not keep the cloud
+            // resource alive. The usage it had protected it until now.
+            Err(error) if mr.meta().deletion_timestamp.is_some() => {
+                tracing::debug!(%error, "usage not recorded for a resource being deleted");
+            }
+            Err(error) => return Err(error),
+        }
+        connect
+            .connect(&key, &spec, credentials)
+            .map_err(|reason| self.unusable(&key, reason))
+    }
+
+    /// The client `connect` makes for the ProviderConfig `key`, recording
+    /// no usage: for an object that reads the cloud on behalf of managed
+    /// resources without being one (a query, [`crate::query`]), which the
+    /// usages of the managed resources it creates already cover.
+    pub async fn client<C: Connect>(
+        &self,
+        key: &ProviderConfigKey,
+        connect: &C,
+    ) -> Result<C::Client, ConnectError> {
+        let (spec, credentials) = self.configured(key).await?;
+        connect
+            .connect(key, &spec, credentials)
+            .map_err(|reason| self.unusable(key, reason))
+    }
+
+    /// The spec of the ProviderConfig `key` and the credentials its
+    /// `spec.credentials` names, both read from watch caches.
+    async fn configured(&self, key: &ProviderConfigKey) -> Result<(Value, String), ConnectError> {
         // Described only for an error: connect runs on every reconcile.
-        let name = || self.types.describe(&key);
+        let name = || self.types.describe(key);
         let read_error = |source| ConnectError::ProviderConfigRead {
             name: name(),
             source,
         };
         let config: Value = self
             .cluster
-            .get_watched(&self.types.object(&key))
+            .get_watched(&self.types.object(key))
             .await
             .map_err(read_error)?
             .ok_or_else(|| ConnectError::ProviderConfigMissing(name()))?;
@@ -251,23 +286,15 @@ impl Connector {
                     .to_owned()
             }
         };
-        match self.track_usage(mr, kind, &key).await {
-            Ok(()) => {}
-            // A resource being deleted needs the config only to finish: a
-            // usage that cannot be written then (its namespace is being
-            // deleted, and refuses new objects) must not keep the cloud
-            // resource alive. The usage it had protected it until now.
-            Err(error) if mr.meta().deletion_timestamp.is_some() => {
-                tracing::debug!(%error, "usage not recorded for a resource being deleted");
-            }
-            Err(error) => return Err(error),
+        Ok((spec, credentials))
+    }
+
+    /// Why the provider's [`Connect`] refused the ProviderConfig `key`.
+    fn unusable(&self, key: &ProviderConfigKey, reason: UnusableConfig) -> ConnectError {
+        ConnectError::Unusable {
+            provider_config: self.types.describe(key),
+            reason,
         }
-        connect
-            .connect(&key, &spec, credentials)
-            .map_err(|reason| ConnectError::Unusable {
-                provider_config: name(),
-                reason,
-            })
     }
 
     /// Makes sure a usage, controlled by `mr`, points from `mr` to the

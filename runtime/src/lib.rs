@@ -33,7 +33,10 @@
 //! - pacing: [`rate_limit`], [`backoff`];
 //! - the reconciler itself, [`reconcile`], its [`controller`], and the
 //!   [`gate`] that starts controllers as CRDs come and go; [`metrics`];
-//!   [`changelog`] (change logs to Crossplane's sidecar).
+//!   [`changelog`] (change logs to Crossplane's sidecar);
+//! - above managed resources, [`query`]: query resources that find cloud
+//!   resources by a filter and own one observe-only managed resource per
+//!   match (seed 000's future work).
 
 pub mod activation;
 pub mod backoff;
@@ -53,6 +56,7 @@ pub mod leader;
 pub mod metrics;
 pub mod plan;
 pub mod policy;
+pub mod query;
 pub mod rate_limit;
 pub mod reconcile;
 pub mod references;

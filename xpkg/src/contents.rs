@@ -39,8 +39,8 @@ impl std::fmt::Display for ObjectRef {
 /// `crds/` and `examples/`, files in name order.
 ///
 /// A managed resource's CRD is left out because Crossplane makes it from
-/// the MRD of the same name; every CRD without one (today ProviderConfig
-/// and ProviderConfigUsage) goes in as is, so a new kind of either sort
+/// the MRD of the same name; every CRD without one (today ProviderConfig,
+/// ProviderConfigUsage and the query kinds) goes in as is, so a new kind of either sort
 /// needs no change here. The result passes Crossplane's provider lint, or
 /// this is an error.
 pub fn read_package_dir(dir: &Path) -> Result<PackageContents> {
@@ -206,6 +206,10 @@ mod tests {
                 "providerconfigs.fakecloud.m.crossplane.io",
                 "providerconfigusages.fakecloud.crossplane.io",
                 "providerconfigusages.fakecloud.m.crossplane.io",
+                "databaseinstancequeries.query.fakecloud.m.crossplane.io",
+                "nodegroupqueries.query.fakecloud.m.crossplane.io",
+                "subnetqueries.query.fakecloud.m.crossplane.io",
+                "vpcqueries.query.fakecloud.m.crossplane.io",
             ])
         );
         // The stream parses back to the same objects, in the same order.

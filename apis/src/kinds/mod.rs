@@ -1,6 +1,7 @@
 //! The resource kinds, one module each; every managed kind's module holds
 //! its legacy cluster-scoped resource and, in its `m` submodule, the
-//! namespaced one (see [`resource`]).
+//! namespaced one (see [`resource`]). The query kinds, which own
+//! observe-only managed resources, are in [`query`].
 
 #[macro_use]
 mod resource;
@@ -8,11 +9,13 @@ mod resource;
 pub mod database_instance;
 pub mod nodegroup;
 pub mod provider_config;
+pub mod query;
 pub mod subnet;
 pub mod vpc;
 
 pub use database_instance::DatabaseInstance;
 pub use nodegroup::NodeGroup;
 pub use provider_config::{ProviderConfig, ProviderConfigUsage};
+pub use query::{DatabaseInstanceQuery, NodeGroupQuery, SubnetQuery, VpcQuery};
 pub use subnet::Subnet;
 pub use vpc::Vpc;

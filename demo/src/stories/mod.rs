@@ -11,6 +11,7 @@ mod connection;
 mod drift;
 mod network;
 mod nodegroup;
+mod query;
 
 use e2e::scenarios::network::ManagedVpc;
 use e2e::scenarios::observe::ImportedVpc;
@@ -39,6 +40,8 @@ pub enum Story {
     OrphanDeletion(Scope),
     /// Played on the namespaced kinds only: the e2e suite plays it on both.
     Drift(Scope),
+    /// Namespaced only: query kinds exist only in that scope.
+    Query(Scope),
 }
 
 impl Story {
@@ -60,6 +63,7 @@ impl Story {
         let mut all = vec![Story::LateActivation];
         all.extend(Story::of(Scope::Namespaced));
         all.push(Story::Drift(Scope::Namespaced));
+        all.push(Story::Query(Scope::Namespaced));
         all.extend(Story::of(Scope::Legacy));
         all
     }
@@ -73,7 +77,8 @@ impl Story {
             | Story::AutoscaledNodeGroup(scope)
             | Story::ConnectionSecret(scope)
             | Story::OrphanDeletion(scope)
-            | Story::Drift(scope) => Some(scope),
+            | Story::Drift(scope)
+            | Story::Query(scope) => Some(scope),
         }
     }
 
@@ -114,6 +119,9 @@ impl Story {
             }
             Story::Drift(_) => {
                 "Drift: status.drift shows what differs from the cloud and what the provider does about it, also where its policies forbid acting"
+            }
+            Story::Query(_) => {
+                "Query: a VPCQuery finds another team's VPCs by tag and owns one observe-only VPC per match, as matches come and go (seed 000, future work)"
             }
         }
     }
@@ -208,6 +216,7 @@ pub async fn play_all(
             }
             Story::Drift(Scope::Namespaced) => drift::play::<Namespaced>(system).await,
             Story::Drift(Scope::Legacy) => drift::play::<Legacy>(system).await,
+            Story::Query(_) => query::play(system).await,
         };
         let took = progress.elapsed().saturating_sub(started).as_secs_f64();
         let stage = system.stage();

@@ -17,6 +17,7 @@ pub mod drift;
 pub mod network;
 pub mod node_group;
 pub mod observe;
+pub mod query;
 pub mod report;
 
 use std::io::Write;

@@ -37,8 +37,9 @@ pub fn gated(connect: Arc<FakecloudConnect>) -> Vec<Gated> {
     ]
 }
 
-/// The gate entry of a kind, keyed by its CRD's name.
-fn entry<K: kube::Resource<DynamicType = ()>>(start: Starter) -> Gated {
+/// The gate entry of a kind, keyed by its CRD's name (the query kinds'
+/// too, [`crate::queries`]).
+pub(crate) fn entry<K: kube::Resource<DynamicType = ()>>(start: Starter) -> Gated {
     // Once per kind at start-up: labels that live as long as the process.
     let crd_name = format!("{}.{}", K::plural(&()), K::group(&()));
     Gated {
