@@ -30,6 +30,10 @@ pub const REASON_RECONCILE_ERROR: &str = "ReconcileError";
 /// `Synced=False`: reconciliation is paused by annotation or by
 /// `managementPolicies: []`.
 pub const REASON_RECONCILE_PAUSED: &str = "ReconcilePaused";
+/// `Synced=False`: the cloud server asked callers to wait (it throttles or
+/// is overloaded); the reconcile comes back at the pace it accepts. Not an
+/// error: the message names the server and what it answered.
+pub const REASON_WAITING: &str = "Waiting";
 
 /// `UpToDate=True`: no `forProvider` field differs from the cloud (fields
 /// only `initProvider` sets may).
@@ -116,6 +120,12 @@ impl Condition {
     /// `Synced=False`, reason `ReconcileError`, with the error as message.
     pub fn reconcile_error(message: impl Into<String>) -> Self {
         Self::new(TYPE_SYNCED, ConditionStatus::False, REASON_RECONCILE_ERROR).with_message(message)
+    }
+
+    /// `Synced=False`, reason `Waiting`, with the server and its answer as
+    /// message.
+    pub fn waiting(message: impl Into<String>) -> Self {
+        Self::new(TYPE_SYNCED, ConditionStatus::False, REASON_WAITING).with_message(message)
     }
 
     /// `Synced=False`, reason `ReconcilePaused`.

@@ -116,11 +116,17 @@ impl ClientError {
         }
     }
 
-    fn retry_after(&self) -> Option<Duration> {
+    /// How long the server asked callers to wait (`Retry-After`).
+    pub fn retry_after(&self) -> Option<Duration> {
         match self {
             ClientError::Api(failure) => failure.retry_after,
             _ => None,
         }
+    }
+
+    /// No answer came: the connection failed, broke or timed out.
+    pub fn is_unanswered(&self) -> bool {
+        matches!(self, ClientError::Transport { .. })
     }
 }
 

@@ -29,20 +29,41 @@ pub struct Config {
     #[arg(long, env = "PROVIDER_PENDING_POLL_INTERVAL", default_value = "1s", value_parser = humantime::parse_duration)]
     pub pending_poll_interval: Duration,
 
-    /// Global cap on reconciles per second, summed over every kind.
-    #[arg(long, env = "PROVIDER_MAX_RECONCILE_RATE", default_value_t = 100)]
+    /// Ceiling of reconciles started a second, summed over every kind. The
+    /// reconciles in flight follow the API server's pacing (twice the
+    /// requests it allows in flight), so on a healthy server this never
+    /// binds; lower it to cap the provider's CPU.
+    #[arg(long, env = "PROVIDER_MAX_RECONCILE_RATE", default_value_t = 1_000)]
     pub max_reconcile_rate: u32,
 
-    /// At most this many requests of reconciles to the API server at once
-    /// (watches apart).
-    #[arg(long, env = "PROVIDER_KUBE_MAX_IN_FLIGHT", default_value_t = 32)]
+    /// Ceiling of requests to the API server at once (watches apart). The
+    /// limit in force starts here and is cut on 5xx, on no answer and on
+    /// rising latency, and grows back while answers are good.
+    #[arg(long, env = "PROVIDER_KUBE_MAX_IN_FLIGHT", default_value_t = 64)]
     pub kube_max_in_flight: usize,
 
-    /// At most this many requests of reconciles to the API server a second,
-    /// with one second of burst. An overloaded answer (429, 5xx) pauses them
-    /// all for its Retry-After, or 1 s doubling to 30 s.
-    #[arg(long, env = "PROVIDER_KUBE_QPS", default_value_t = 300)]
+    /// Ceiling of requests to the API server a second, with one second of
+    /// burst. The rate in force is cut on 429 (API Priority and Fairness)
+    /// to a little under what the server accepted, and grows back while
+    /// answers are good; a 429 or 5xx also pauses every request for its
+    /// Retry-After, or 1 s doubling to 30 s.
+    #[arg(long, env = "PROVIDER_KUBE_QPS", default_value_t = 2_000)]
     pub kube_qps: u32,
+
+    /// Ceiling of calls a second to each cloud server (an endpoint and the
+    /// credentials it is called with: one account's quota). The rate in
+    /// force is learnt from its answers as for the API server.
+    #[arg(long, env = "PROVIDER_CLOUD_MAX_RATE", default_value_t = 1_000)]
+    pub cloud_max_rate: u32,
+
+    /// Ceiling of calls in flight to each cloud server.
+    #[arg(long, env = "PROVIDER_CLOUD_MAX_IN_FLIGHT", default_value_t = 64)]
+    pub cloud_max_in_flight: usize,
+
+    /// How long a cloud call may take before it counts as unanswered
+    /// (and as a sign of overload).
+    #[arg(long, env = "PROVIDER_CLOUD_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub cloud_timeout: Duration,
 
     /// Honour `spec.managementPolicies`. When false the field is ignored and
     /// `deletionPolicy` alone decides deletion (seed 000, "Feature Gating").
@@ -110,7 +131,12 @@ mod tests {
         let config = Config::try_parse_from(["provider"]).unwrap();
         assert_eq!(config.poll_interval, Duration::from_secs(60));
         assert_eq!(config.min_poll_interval, Duration::from_secs(1));
-        assert_eq!(config.max_reconcile_rate, 100);
+        assert_eq!(config.max_reconcile_rate, 1_000);
+        assert_eq!(config.kube_qps, 2_000);
+        assert_eq!(config.kube_max_in_flight, 64);
+        assert_eq!(config.cloud_max_rate, 1_000);
+        assert_eq!(config.cloud_max_in_flight, 64);
+        assert_eq!(config.cloud_timeout, Duration::from_secs(30));
         assert!(config.enable_management_policies);
         assert!(!config.leader_election);
     }

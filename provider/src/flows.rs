@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use apis::kinds::provider_config::{ProviderConfig, ProviderConfigUsage};
 use apis::kinds::{DatabaseInstance, Vpc};
-use crossplane_types::condition::{TYPE_READY, TYPE_SYNCED};
+use crossplane_types::condition::{TYPE_READY, TYPE_SYNCED, TYPE_UP_TO_DATE};
 use crossplane_types::well_known::{
     EXTERNAL_CREATE_FAILED_ANNOTATION, EXTERNAL_CREATE_PENDING_ANNOTATION,
     EXTERNAL_CREATE_SUCCEEDED_ANNOTATION, EXTERNAL_NAME_ANNOTATION, MANAGED_RESOURCE_FINALIZER,
@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use runtime::cluster::ObjectKey;
 use runtime::cluster::memory::MemoryCluster;
 use runtime::metrics::Metrics;
+use runtime::pacing::{Ceilings, Pacers};
 use runtime::reconcile::{Next, Outcome, reconcile_once};
 use runtime::{CATCH_UP_LIMIT, CONFLICT_RETRY, Context, ManagedKind, Settings};
 
@@ -199,6 +200,12 @@ impl Fixture {
 
 /// What one provider process shares between reconciles.
 fn context(cluster: &Arc<MemoryCluster>) -> Context {
+    let metrics = Metrics::new();
+    let ceilings = Ceilings {
+        rate: 1_000.0,
+        in_flight: 64,
+    };
+    let pacers = Arc::new(Pacers::new(&metrics, ceilings, ceilings));
     Context::new(
         cluster.clone(),
         crate::provider_config::types(),
@@ -209,8 +216,9 @@ fn context(cluster: &Arc<MemoryCluster>) -> Context {
             pending_poll_interval: PENDING_POLL,
             management_policies_enabled: true,
         },
-        Metrics::new(),
+        metrics,
         1_000,
+        pacers,
     )
 }
 
@@ -231,7 +239,9 @@ async fn a_create_is_marked_pending_then_succeeded_and_makes_one_resource() {
 
     let first = f.reconcile::<Vpc>("net").await;
     assert_eq!(first.result, "success");
-    assert_eq!(first.next, Next::After(PENDING_POLL));
+    // fakecloud answered the create with the VPC, available (it provisions
+    // instantly here): Ready at once, so the next look is a poll.
+    assert_between(first.next, Duration::from_secs(60), Duration::from_secs(66));
     let id = f
         .annotation::<Vpc>("net", EXTERNAL_NAME_ANNOTATION)
         .expect("the cloud's id is recorded as the external name");
@@ -262,18 +272,187 @@ async fn a_create_is_marked_pending_then_succeeded_and_makes_one_resource() {
         .expect("the usage of the ProviderConfig is recorded");
     assert_eq!(usage["resourceRef"]["name"], "net");
 
-    // The next reconcile observes it: Ready, and nothing created again.
+    assert_eq!(f.condition::<Vpc>("net", TYPE_READY).unwrap().0, "True");
+    assert_eq!(f.condition::<Vpc>("net", TYPE_SYNCED).unwrap().0, "True");
+
+    // The next reconcile observes it: still Ready, nothing created again,
+    // and nothing written (the steady state).
+    let writes = f.cluster.writes();
     let second = f.reconcile::<Vpc>("net").await;
     assert_eq!(second.result, "success");
     assert!(matches!(second.next, Next::After(d) if d >= Duration::from_secs(60)));
     assert_eq!(f.condition::<Vpc>("net", TYPE_READY).unwrap().0, "True");
     assert_eq!(f.condition::<Vpc>("net", TYPE_SYNCED).unwrap().0, "True");
     assert_eq!(f.cloud_count(Kind::Vpc).await, 1);
-
-    // Steady state writes nothing.
-    let writes = f.cluster.writes();
+    assert_eq!(f.cluster.writes(), writes);
     assert_eq!(f.reconcile::<Vpc>("net").await.result, "success");
     assert_eq!(f.cluster.writes(), writes);
+    f.cloud.shutdown().await.unwrap();
+}
+
+/// The `forProvider` of the VPC `name` as stored now.
+fn for_provider(f: &Fixture, name: &str) -> Value {
+    f.cluster
+        .object(&key::<Vpc>(name))
+        .and_then(|o| o.pointer("/spec/forProvider").cloned())
+        .unwrap_or(Value::Null)
+}
+
+/// The `observedGeneration` of a condition of the VPC `name`.
+fn observed_generation(f: &Fixture, name: &str, type_: &str) -> Option<i64> {
+    let object = f.cluster.object(&key::<Vpc>(name))?;
+    object
+        .pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)?
+        .get("observedGeneration")?
+        .as_i64()
+}
+
+#[tokio::test]
+async fn a_create_answered_available_costs_five_writes_and_is_ready_at_once() {
+    let f = Fixture::new().await;
+    f.vpc("net", json!({ "forProvider": { "tags": { "team": "a" } } }));
+    let mark = audit_mark(&f).await;
+
+    let first = f.reconcile::<Vpc>("net").await;
+    assert_eq!(first.result, "success");
+    assert_eq!(
+        f.cluster.writes(),
+        5,
+        "the ProviderConfigUsage; create-pending with the finalizer; the external name, \
+         create-succeeded and the late-initialised spec; the Event; the status"
+    );
+    let calls = provider_calls_since(&f, mark).await;
+    assert_eq!(calls.len(), 1, "the create only, no observe: {calls:?}");
+    assert!(calls[0].starts_with("POST "), "{calls:?}");
+
+    // The spec is late-initialised from the create's answer, the declared
+    // values kept, in the one spec write (generation 2).
+    let id = f
+        .annotation::<Vpc>("net", EXTERNAL_NAME_ANNOTATION)
+        .unwrap();
+    assert_eq!(
+        for_provider(&f, "net"),
+        json!({
+            "region": REGION, "cidrBlock": "10.0.0.0/16", "enableDnsSupport": true,
+            "enableDnsHostnames": false, "instanceTenancy": "default", "tags": { "team": "a" },
+        })
+    );
+    let mr: Vpc = f.current("net").unwrap();
+    assert_eq!(mr.metadata.generation, Some(2));
+
+    // The status already says what an observe would.
+    let status = f.cluster.object(&key::<Vpc>("net")).unwrap()["status"].clone();
+    assert_eq!(status["atProvider"]["id"], id.as_str());
+    assert_eq!(status["atProvider"]["state"], "available");
+    assert_eq!(status["drift"], json!({ "count": 0 }));
+    for type_ in [TYPE_READY, TYPE_SYNCED, TYPE_UP_TO_DATE] {
+        assert_eq!(
+            f.condition::<Vpc>("net", type_).unwrap().0,
+            "True",
+            "{type_}"
+        );
+        assert_eq!(observed_generation(&f, "net", type_), Some(2), "{type_}");
+    }
+    assert_eq!(f.event_reasons(), ["CreatedExternalResource"]);
+    assert_eq!(
+        f.ctx.metrics.total_with(
+            "crossplane_managed_resource_first_time_to_readiness_seconds_count",
+            &[]
+        ),
+        1.0
+    );
+
+    // The next reconcile (a poll, or the watch's echo of our own writes)
+    // observes the same: no write, no cloud change.
+    let mark = audit_mark(&f).await;
+    let second = f.reconcile::<Vpc>("net").await;
+    assert_eq!(second.result, "success");
+    assert_eq!(f.cluster.writes(), 5);
+    let calls = provider_calls_since(&f, mark).await;
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(calls[0].starts_with("GET "), "{calls:?}");
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 1);
+    f.cloud.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_create_answered_pending_is_ready_when_an_observe_finds_it_available() {
+    let f = Fixture::new().await;
+    f.admin
+        .set_timing(Kind::Vpc, Duration::from_millis(400))
+        .await
+        .unwrap();
+    f.vpc("net", json!({}));
+
+    let first = f.reconcile::<Vpc>("net").await;
+    assert_eq!(first.result, "success");
+    assert_eq!(
+        first.next,
+        Next::After(PENDING_POLL),
+        "provisioning: look soon"
+    );
+    assert_eq!(f.cluster.writes(), 5);
+    let (ready, _) = f.condition::<Vpc>("net", TYPE_READY).unwrap();
+    assert_eq!(ready, "False");
+    assert_eq!(f.condition::<Vpc>("net", TYPE_SYNCED).unwrap().0, "True");
+    let status = f.cluster.object(&key::<Vpc>("net")).unwrap()["status"].clone();
+    assert_eq!(status["atProvider"]["state"], "pending");
+    assert_eq!(
+        for_provider(&f, "net")["enableDnsSupport"],
+        true,
+        "late-initialised from the answer, pending or not"
+    );
+
+    // Still provisioning: nothing new to say.
+    let again = f.reconcile::<Vpc>("net").await;
+    assert_eq!(again.next, Next::After(PENDING_POLL));
+    assert_eq!(f.cluster.writes(), 5);
+
+    // Available: the observe that finds it so writes the status, once.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let ready = f.reconcile::<Vpc>("net").await;
+    assert_eq!(ready.result, "success");
+    assert_between(ready.next, Duration::from_secs(60), Duration::from_secs(66));
+    assert_eq!(f.condition::<Vpc>("net", TYPE_READY).unwrap().0, "True");
+    assert_eq!(
+        f.cluster.writes(),
+        6,
+        "the status only: the spec was filled"
+    );
+    assert_eq!(f.reconcile::<Vpc>("net").await.result, "success");
+    assert_eq!(f.cluster.writes(), 6);
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 1);
+    f.cloud.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_create_without_late_initialize_leaves_the_spec_and_is_ready_at_once() {
+    let f = Fixture::new().await;
+    f.vpc(
+        "net",
+        json!({ "managementPolicies": ["Observe", "Create", "Update", "Delete"] }),
+    );
+
+    assert_eq!(f.reconcile::<Vpc>("net").await.result, "success");
+    assert_eq!(f.cluster.writes(), 5);
+    assert_eq!(
+        for_provider(&f, "net"),
+        json!({ "region": REGION, "cidrBlock": "10.0.0.0/16" }),
+        "the policies lack LateInitialize"
+    );
+    let mr: Vpc = f.current("net").unwrap();
+    assert_eq!(mr.metadata.generation, Some(1));
+    assert_eq!(f.condition::<Vpc>("net", TYPE_READY).unwrap().0, "True");
+
+    assert_eq!(f.reconcile::<Vpc>("net").await.result, "success");
+    assert_eq!(f.cluster.writes(), 5);
+    assert_eq!(
+        for_provider(&f, "net"),
+        json!({ "region": REGION, "cidrBlock": "10.0.0.0/16" })
+    );
     f.cloud.shutdown().await.unwrap();
 }
 
@@ -355,6 +534,10 @@ async fn recording_a_create_retries_conflicts_and_a_failed_record_loses_nothing(
             .is_some()
     );
     assert_eq!(f.cloud_count(Kind::Vpc).await, 1);
+    // The spec part of the record is derived again from each copy read,
+    // and goes with the external name.
+    assert_eq!(for_provider(&f, "net")["enableDnsSupport"], true);
+    assert_eq!(f.condition::<Vpc>("net", TYPE_READY).unwrap().0, "True");
 
     // An overloaded API server fails the record (a 504 is not retried
     // there): the reconcile fails, and the next one repeats the create with
@@ -365,6 +548,11 @@ async fn recording_a_create_retries_conflicts_and_a_failed_record_loses_nothing(
     let failed = f.reconcile::<Vpc>("other").await;
     assert_eq!(failed.result, "error");
     assert_eq!(f.annotation::<Vpc>("other", EXTERNAL_NAME_ANNOTATION), None);
+    assert_eq!(
+        for_provider(&f, "other"),
+        json!({ "region": REGION, "cidrBlock": "10.0.0.0/16" }),
+        "the late-initialised spec is in the refused write, not one of its own"
+    );
     assert_eq!(f.cloud_count(Kind::Vpc).await, 2);
     let (status, message) = f.condition::<Vpc>("other", TYPE_SYNCED).unwrap();
     assert_eq!(status, "False");
@@ -383,6 +571,8 @@ async fn recording_a_create_retries_conflicts_and_a_failed_record_loses_nothing(
         f.annotation::<Vpc>("other", EXTERNAL_NAME_ANNOTATION)
             .is_some()
     );
+    assert_eq!(for_provider(&f, "other")["enableDnsSupport"], true);
+    assert_eq!(f.condition::<Vpc>("other", TYPE_READY).unwrap().0, "True");
     assert_eq!(f.cloud_count(Kind::Vpc).await, 2);
     f.cloud.shutdown().await.unwrap();
 }
@@ -599,7 +789,16 @@ async fn a_generated_password_is_kept_before_the_create_that_uses_it() {
         "success"
     );
     assert_eq!(f.cloud_count(Kind::DatabaseInstance).await, 1);
+    // The create answered the instance, available: Ready, with its
+    // connection details published in the same reconcile, so the next one
+    // writes nothing.
+    assert_eq!(
+        f.condition::<DatabaseInstance>("db", TYPE_READY).unwrap().0,
+        "True"
+    );
+    let writes = f.cluster.writes();
     f.reconcile::<DatabaseInstance>("db").await;
+    assert_eq!(f.cluster.writes(), writes);
     let published: Secret = serde_json::from_value(f.cluster.object(&secret_key).unwrap()).unwrap();
     let data = published.data.unwrap();
     assert_eq!(data["password"], password, "the kept password, unchanged");
@@ -1504,15 +1703,16 @@ async fn standard_metrics_follow_a_create_a_drift_and_a_deletion() {
     };
     let updates = || metrics.total_with("provider_cloud_calls_total", &[("operation", "update")]);
 
-    // Created: it exists and is Synced, not yet Ready.
+    // Created, and the create's answer shows it available: it exists and
+    // is Synced and Ready, once.
     f.vpc("net", json!({ "forProvider": { "tags": { "team": "a" } } }));
     assert_eq!(f.reconcile::<Vpc>("net").await.result, "success");
-    assert_eq!(states(), [1.0, 0.0, 1.0]);
+    assert_eq!(states(), [1.0, 1.0, 1.0]);
     assert_eq!(samples("first_time_to_reconcile"), 1.0);
-    assert_eq!(samples("first_time_to_readiness"), 0.0);
+    assert_eq!(samples("first_time_to_readiness"), 1.0);
     assert_eq!(results("requeue_after"), 1.0, "a create asks to look again");
 
-    // Available: Ready, once; later looks add no first-time samples.
+    // Later looks add no first-time samples.
     f.reconcile::<Vpc>("net").await;
     assert_eq!(states(), [1.0, 1.0, 1.0]);
     f.reconcile::<Vpc>("net").await;

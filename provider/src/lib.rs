@@ -40,6 +40,7 @@ use runtime::changelog::ChangeLogger;
 use runtime::cluster::Guard;
 use runtime::gate::Gate;
 use runtime::metrics::Metrics;
+use runtime::pacing::{Ceilings, Pacers};
 use runtime::{Context, KubeCluster, Settings};
 
 /// Why the provider stopped with an error.
@@ -89,11 +90,22 @@ pub async fn run(
         ),
     );
 
+    let pacers = Arc::new(Pacers::new(
+        &metrics,
+        Ceilings {
+            rate: f64::from(config.kube_qps),
+            in_flight: config.kube_max_in_flight,
+        },
+        Ceilings {
+            rate: f64::from(config.cloud_max_rate),
+            in_flight: config.cloud_max_in_flight,
+        },
+    ));
     let mut ctx = Context::new(
         Arc::new(KubeCluster::new(
             kube.clone(),
             FIELD_MANAGER,
-            Guard::new(config.kube_max_in_flight, config.kube_qps),
+            Guard::new(pacers.kube().clone()),
         )),
         provider_config::types(),
         Settings {
@@ -105,6 +117,7 @@ pub async fn run(
         },
         metrics,
         config.max_reconcile_rate,
+        pacers,
     );
     if config.enable_changelogs {
         let socket = &config.changelogs_socket_path;
@@ -116,7 +129,7 @@ pub async fn run(
     }
     let ctx = Arc::new(ctx);
 
-    let connect = Arc::new(cloud::FakecloudConnect::default());
+    let connect = Arc::new(cloud::FakecloudConnect::new(config.cloud_timeout));
     let mut gated = kinds::gated(connect.clone());
     gated.extend(queries::gated(connect));
     let gate = Gate::new(ctx, kube.clone(), gated, ready_tx);

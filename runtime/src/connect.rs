@@ -29,6 +29,7 @@ use serde_json::{Value, json};
 use crate::cluster::{Cluster, ObjectKey, typed};
 use crate::error::{ConnectError, UnusableConfig};
 use crate::metrics::Metrics;
+use crate::pacing::{Pacer, Pacers};
 use crate::session::read_secret_key;
 
 /// A provider's kinds of ProviderConfig and of usage: the runtime reads the
@@ -164,6 +165,26 @@ pub trait Connect: Send + Sync + 'static {
         spec: &Value,
         credentials: String,
     ) -> Result<Self::Client, UnusableConfig>;
+
+    /// The server that clients of the ProviderConfig `config` call, as
+    /// the pacing of calls names it ([`crate::pacing`]): ProviderConfigs
+    /// whose clients share a quota (the same endpoint and account) must
+    /// name the same server, so that a throttled account is paced once
+    /// and the others not at all. It is a metric label and is logged, so
+    /// it must never hold a secret. By default the ProviderConfig itself.
+    fn server(&self, config: &ProviderConfigKey, _spec: &Value, _credentials: &str) -> String {
+        match &config.namespace {
+            Some(namespace) => format!("{:?}/{namespace}/{}", config.kind, config.name),
+            None => format!("{:?}/{}", config.kind, config.name),
+        }
+    }
+}
+
+/// A client of a ProviderConfig's cloud, and the pacer of the server it
+/// calls.
+pub struct Connected<T> {
+    pub client: T,
+    pub pacer: Arc<Pacer>,
 }
 
 /// The part of every kind of ProviderConfig's spec the runtime reads; `S`
@@ -184,15 +205,23 @@ pub struct Connector {
     usages: Mutex<HashSet<(String, ProviderConfigKey)>>,
     /// Counts usage writes (`kube_writes{target="usage"}`).
     metrics: Metrics,
+    pacers: Arc<Pacers>,
 }
 
 impl Connector {
-    pub fn new(cluster: Arc<dyn Cluster>, types: ProviderConfigTypes, metrics: Metrics) -> Self {
+    /// A connector whose clients' calls are paced by `pacers`.
+    pub fn new(
+        cluster: Arc<dyn Cluster>,
+        types: ProviderConfigTypes,
+        metrics: Metrics,
+        pacers: Arc<Pacers>,
+    ) -> Self {
         Self {
             cluster,
             types,
             usages: Mutex::new(HashSet::new()),
             metrics,
+            pacers,
         }
     }
 
@@ -208,7 +237,7 @@ impl Connector {
         mr: &K,
         kind: &str,
         connect: &C,
-    ) -> Result<C::Client, ConnectError> {
+    ) -> Result<Connected<C::Client>, ConnectError> {
         let key = mr
             .resource_spec()
             .provider_config(mr.namespace().as_deref());
@@ -224,9 +253,22 @@ impl Connector {
             }
             Err(error) => return Err(error),
         }
-        connect
-            .connect(&key, &spec, credentials)
+        self.connected(&key, &spec, credentials, connect)
             .map_err(|reason| self.unusable(&key, reason))
+    }
+
+    /// `connect`'s client for the ProviderConfig `key`, and its server's
+    /// pacer.
+    fn connected<C: Connect>(
+        &self,
+        key: &ProviderConfigKey,
+        spec: &Value,
+        credentials: String,
+        connect: &C,
+    ) -> Result<Connected<C::Client>, UnusableConfig> {
+        let pacer = self.pacers.cloud(&connect.server(key, spec, &credentials));
+        let client = connect.connect(key, spec, credentials)?;
+        Ok(Connected { client, pacer })
     }
 
     /// The client `connect` makes for the ProviderConfig `key`, recording
@@ -237,10 +279,9 @@ impl Connector {
         &self,
         key: &ProviderConfigKey,
         connect: &C,
-    ) -> Result<C::Client, ConnectError> {
+    ) -> Result<Connected<C::Client>, ConnectError> {
         let (spec, credentials) = self.configured(key).await?;
-        connect
-            .connect(key, &spec, credentials)
+        self.connected(key, &spec, credentials, connect)
             .map_err(|reason| self.unusable(key, reason))
     }
 

@@ -21,6 +21,7 @@ use crate::error::ExternalError;
 use crate::events::Recorder;
 use crate::kind::ManagedKind;
 use crate::metrics::Metrics;
+use crate::pacing::{Answer, Pacers, Pacing};
 use crate::rate_limit::{LaneLimiter, Wake};
 use crate::reconcile;
 
@@ -79,50 +80,93 @@ pub struct Context {
     pub own_writes: echo::OwnWrites,
     /// Where change-log entries go, when change logs are enabled.
     pub changelog: Option<ChangeLogger>,
+    /// The pacing of every server: the API server's, and each cloud
+    /// server's (see [`crate::pacing`]).
+    pub pacers: Arc<Pacers>,
 }
+
+/// Reconciles in flight per request the API server's pacing allows in
+/// flight: a reconcile has at most one request out at a time and spends
+/// part of its time between requests, so twice as many keep the API
+/// server's allowance in use without piling up reconciles (and their
+/// copies of objects) that can only wait.
+pub const RECONCILES_PER_KUBE_REQUEST: usize = 2;
 
 impl Context {
     /// The context of a provider whose ProviderConfig and usage kinds are
-    /// `provider_configs`.
+    /// `provider_configs`, whose calls to every server are paced by
+    /// `pacers`, and which starts at most `max_reconcile_rate` reconciles
+    /// a second. Reconciles in flight are bounded by the API server's
+    /// pacing ([`RECONCILES_PER_KUBE_REQUEST`]).
     pub fn new(
         cluster: Arc<dyn Cluster>,
         provider_configs: ProviderConfigTypes,
         settings: Settings,
         metrics: Metrics,
         max_reconcile_rate: u32,
+        pacers: Arc<Pacers>,
     ) -> Self {
+        let kube = pacers.kube().clone();
+        let in_flight = move || kube.in_flight_limit() * RECONCILES_PER_KUBE_REQUEST;
         Self {
-            connector: Connector::new(cluster.clone(), provider_configs, metrics.clone()),
+            connector: Connector::new(
+                cluster.clone(),
+                provider_configs,
+                metrics.clone(),
+                pacers.clone(),
+            ),
             recorder: Recorder::new(cluster.clone(), &settings.provider_name),
             cluster,
             settings,
-            limiter: LaneLimiter::new(max_reconcile_rate, &metrics),
+            limiter: LaneLimiter::new(max_reconcile_rate, &metrics).in_flight_by(in_flight),
             metrics,
             backoff: Backoff::default(),
             activations: Activations::default(),
             own_writes: echo::OwnWrites::default(),
             changelog: None,
+            pacers,
         }
     }
 
-    /// Runs one call of a kind to the cloud, counting it by operation and
-    /// outcome.
-    pub(crate) async fn call<T>(
+    /// Runs one call of a kind to the cloud under its server's pacing
+    /// (sent again once if the server pushes back, after the pause it
+    /// asked for), counting each attempt by operation and outcome.
+    pub(crate) async fn call<T, F, Fut>(
         &self,
         kind: &str,
         operation: &str,
-        call: impl Future<Output = Result<T, ExternalError>>,
-    ) -> Result<T, ExternalError> {
-        let result = call.await;
-        let status = match &result {
-            Ok(_) => "ok".to_owned(),
-            Err(ExternalError::Cloud(e)) => e
-                .status()
-                .map_or_else(|| "error".to_owned(), |s| s.to_string()),
-            Err(_) => "error".to_owned(),
+        pacing: &Pacing,
+        call: F,
+    ) -> Result<T, ExternalError>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T, ExternalError>>,
+    {
+        let counted = || {
+            let attempt = call();
+            async move {
+                let result = attempt.await;
+                let status = match &result {
+                    Ok(_) => "ok".to_owned(),
+                    Err(ExternalError::Cloud(e)) => e
+                        .status()
+                        .map_or_else(|| "error".to_owned(), |s| s.to_string()),
+                    Err(_) => "error".to_owned(),
+                };
+                self.metrics.record_cloud_call(kind, operation, &status);
+                result
+            }
         };
-        self.metrics.record_cloud_call(kind, operation, &status);
-        result
+        let answer = |result: &Result<T, ExternalError>| {
+            result
+                .as_ref()
+                .err()
+                .map_or(Answer::Good, ExternalError::answer)
+        };
+        pacing
+            .pacer()
+            .run(pacing.take_ticket(), counted, answer)
+            .await
     }
 }
 

@@ -19,6 +19,18 @@ pub trait CloudError: std::error::Error + Send + Sync + 'static {
     fn create_failure(&self) -> CreateFailure {
         CreateFailure::of_status(self.status())
     }
+
+    /// How long the cloud asked callers to wait (`Retry-After`), when it
+    /// did: every caller of that server waits it out ([`crate::pacing`]).
+    fn retry_after(&self) -> Option<std::time::Duration> {
+        None
+    }
+
+    /// Whether no answer came in time (a timeout, a refused or broken
+    /// connection): read as the server being short of capacity.
+    fn unanswered(&self) -> bool {
+        false
+    }
 }
 
 /// What a failed create call says about its effect.
@@ -101,6 +113,24 @@ impl ExternalError {
         match self {
             ExternalError::Cloud(error) => error.status(),
             _ => None,
+        }
+    }
+
+    /// What this failure says about the cloud server's load, for its
+    /// [`crate::pacing::Pacer`]: 429 is a refusal of the rate; a 5xx or no
+    /// answer is overload; anything else (a refusal of the request, a
+    /// Secret that cannot be read) says nothing of it.
+    pub fn answer(&self) -> crate::pacing::Answer {
+        use crate::pacing::Answer;
+        let ExternalError::Cloud(error) = self else {
+            return Answer::Good;
+        };
+        let retry_after = error.retry_after();
+        match error.status() {
+            Some(429) => Answer::Throttled { retry_after },
+            Some(500..) => Answer::Overloaded { retry_after },
+            None if error.unanswered() => Answer::Overloaded { retry_after },
+            _ => Answer::Good,
         }
     }
 }
@@ -236,6 +266,10 @@ pub enum ReconcileError {
         #[source]
         source: kube::Error,
     },
+    /// The cloud server is paused or its rate booked ahead: not a failure,
+    /// the reconcile comes back at its appointment ([`crate::pacing`]).
+    #[error("{}", .0.message)]
+    Deferred(crate::pacing::Deferral),
 }
 
 impl ReconcileError {

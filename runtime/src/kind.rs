@@ -23,22 +23,46 @@ pub enum Readiness {
     Unavailable,
 }
 
-/// What a create call made.
+/// What a create call made, with `O` the kind's
+/// [`CloudKind::Observation`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Created {
+pub struct Created<O> {
     /// The new resource's external name.
     pub external_name: String,
     /// Connection details the create settled that only the provider knows
     /// (a password from a Secret reference): the runtime records them.
     pub connection_details: Details,
+    /// The cloud's model of the new resource as the create call answered
+    /// it, when the answer holds one (a `POST` that returns the created
+    /// resource does, at no extra call). The runtime treats it as the first
+    /// observation: it late-initialises `forProvider` from it in the same
+    /// write that records the external name, and sets `status.atProvider`,
+    /// `Ready` and the drift report in the create's own status write. That
+    /// spares every new resource the next reconcile's late-init write and
+    /// its status write (and, when the cloud answers "available", a
+    /// reconcile: `Ready` is true at once). `None` leaves all of that to
+    /// the next reconcile's observe, as for a cloud whose create answers
+    /// only an id.
+    pub observed: Option<O>,
 }
 
-impl Created {
-    /// A create with nothing to record but the external name.
+impl<O> Created<O> {
+    /// A create with nothing to record but the external name, whose answer
+    /// shows nothing of the resource.
     pub fn named(external_name: String) -> Self {
         Self {
             external_name,
             connection_details: Details::new(),
+            observed: None,
+        }
+    }
+
+    /// A create whose answer is the new resource as the cloud holds it:
+    /// its external name and that first observation.
+    pub fn answered(external_name: String, observed: O) -> Self {
+        Self {
+            observed: Some(observed),
+            ..Self::named(external_name)
         }
     }
 }
@@ -115,17 +139,19 @@ pub trait CloudKind<C: Connect>: Sized {
 
     /// Creates the external resource from `desired` (forProvider with
     /// initProvider merged under it, steering fields removed) and returns
-    /// its external name. `idempotency_key` goes with the create call: every
-    /// retry of one create sends the same key, so the cloud answers a repeat
-    /// with the resource the first attempt made (see
-    /// [`crate::plan::idempotency_key`]).
+    /// its external name, and the created resource when the cloud's answer
+    /// holds it ([`Created::observed`]: return it whenever it comes free,
+    /// as it saves the next reconcile's writes). `idempotency_key` goes with
+    /// the create call: every retry of one create sends the same key, so
+    /// the cloud answers a repeat with the resource the first attempt made
+    /// (see [`crate::plan::idempotency_key`]).
     fn create(
         &self,
         session: &Session<'_, C::Client>,
         external_name: Option<&str>,
         desired: Value,
         idempotency_key: &str,
-    ) -> impl Future<Output = Result<Created, ExternalError>> + Send;
+    ) -> impl Future<Output = Result<Created<Self::Observation>, ExternalError>> + Send;
 
     /// Applies `patch`, the drifted `forProvider` fields only. Returns the
     /// connection details the cloud now holds (a rotated password), which

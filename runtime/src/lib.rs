@@ -54,6 +54,7 @@ pub mod gate;
 pub mod kind;
 pub mod leader;
 pub mod metrics;
+pub mod pacing;
 pub mod plan;
 pub mod policy;
 pub mod query;

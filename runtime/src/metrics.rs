@@ -14,6 +14,7 @@ pub mod standard;
 pub use standard::{Standard, controller_name, gvk_label};
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -30,8 +31,9 @@ pub struct KindLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReconcileLabels {
     pub kind: String,
-    /// `success`, `error`, `paused`, or `conflict` (the copy was stale: no
-    /// failure, looked at again shortly).
+    /// `success`, `error`, `paused`, `conflict` (the copy was stale: no
+    /// failure, looked at again shortly) or `waiting` (the cloud server
+    /// asked to wait: looked at again at its pace).
     pub result: String,
 }
 
@@ -56,6 +58,20 @@ pub struct LaneLabels {
     /// The reconcile-rate cap's queue: `poll` (a settled resource's
     /// periodic look) or `work` (everything else).
     pub lane: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PacingLabels {
+    /// The server a pacer paces: `kube-apiserver`, or a cloud endpoint
+    /// with its credentials' fingerprint (see [`crate::pacing`]).
+    pub server: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PacingAnswerLabels {
+    pub server: String,
+    /// `good`, `throttled` (429) or `overloaded` (5xx, timeout, no answer).
+    pub answer: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -96,6 +112,17 @@ pub struct Metrics {
     /// `crossplane_managed_resource_drift_seconds` (in [`Standard`]) keeps
     /// its own meaning, the time since the resource was last seen in sync.
     pub drift_correction: Family<KindLabels, Histogram>,
+    /// Each server's current rate limit, calls a second ([`crate::pacing`]).
+    pub pacing_rate: Family<PacingLabels, Gauge<f64, AtomicU64>>,
+    /// Each server's current limit of calls in flight.
+    pub pacing_in_flight: Family<PacingLabels, Gauge>,
+    /// Answers by server and what they said of its load.
+    pub pacing_answers: Family<PacingAnswerLabels, Counter>,
+    /// Time callers spent waiting for each server's limits and pauses.
+    pub pacing_wait: Family<PacingLabels, Counter<f64, AtomicU64>>,
+    /// Reconciles deferred to an appointment because their server was
+    /// paused or its rate booked ahead.
+    pub pacing_deferred: Family<PacingLabels, Counter>,
 }
 
 fn seconds_histogram() -> Histogram {
@@ -126,6 +153,36 @@ impl Metrics {
         let rate_limit_waiting = Family::default();
         let changelog_errors = Family::default();
         let drift_correction = Family::new_with_constructor(seconds_histogram as fn() -> Histogram);
+        let pacing_rate = Family::default();
+        let pacing_in_flight = Family::default();
+        let pacing_answers = Family::default();
+        let pacing_wait = Family::default();
+        let pacing_deferred = Family::default();
+        registry.register(
+            "pacing_rate",
+            "Each server's current rate limit, in calls a second",
+            pacing_rate.clone(),
+        );
+        registry.register(
+            "pacing_in_flight_limit",
+            "Each server's current limit of calls in flight",
+            pacing_in_flight.clone(),
+        );
+        registry.register(
+            "pacing_answers",
+            "Answers by server and what they said of its load: good, throttled (429), overloaded (5xx, timeout)",
+            pacing_answers.clone(),
+        );
+        registry.register(
+            "pacing_wait_seconds",
+            "Time callers spent waiting for a server's limits and pauses",
+            pacing_wait.clone(),
+        );
+        registry.register(
+            "pacing_deferred",
+            "Reconciles deferred to an appointment because their server was paused or its rate booked ahead",
+            pacing_deferred.clone(),
+        );
         registry.register(
             "reconciles",
             "Reconciles by kind and result",
@@ -197,6 +254,11 @@ impl Metrics {
             rate_limit_waiting,
             changelog_errors,
             drift_correction,
+            pacing_rate,
+            pacing_in_flight,
+            pacing_answers,
+            pacing_wait,
+            pacing_deferred,
         }
     }
 

@@ -1,7 +1,7 @@
-//! Rate caps: [`RateLimiter`] for the API-server guard's requests, and
-//! [`LaneLimiter`], the global reconcile-rate cap (`--max-reconcile-rate`)
-//! shared by every controller so that the sum over all kinds stays under
-//! it.
+//! The reconcile-rate cap: [`LaneLimiter`], the global ceiling of
+//! reconciles a second (`--max-reconcile-rate`) shared by every controller
+//! so that the sum over all kinds stays under it, and of reconciles in
+//! flight, which follows the API server's pacing ([`crate::pacing`]).
 //!
 //! Both pace with a GCRA-style schedule: each start reserves the next slot
 //! on a virtual schedule spaced `1/rate` apart, with up to one second of
@@ -165,8 +165,9 @@ pub struct LaneLimiter {
 
 struct Shared {
     rate: RateLimiter,
-    /// At most this many reconciles in flight.
-    max_in_flight: usize,
+    /// At most this many reconciles in flight, asked afresh for every
+    /// slot: the API server's pacing moves it ([`LaneLimiter::in_flight_by`]).
+    max_in_flight: Box<dyn Fn() -> usize + Send + Sync>,
     queues: Mutex<Queues>,
     /// Raised when an object joins a queue.
     joined: Notify,
@@ -265,7 +266,7 @@ impl LaneLimiter {
         Self {
             shared: Arc::new(Shared {
                 rate: RateLimiter::new(per_second),
-                max_in_flight: per_second.max(1) as usize,
+                max_in_flight: Box::new(move || per_second.max(1) as usize),
                 queues: Mutex::default(),
                 joined: Notify::new(),
                 finished: Notify::new(),
@@ -274,6 +275,17 @@ impl LaneLimiter {
             }),
             dispatcher: OnceLock::new(),
         }
+    }
+
+    /// Bounds the reconciles in flight by `bound` as well as by the rate
+    /// (the smaller of the two, asked afresh for every slot): the provider
+    /// passes the API server's current allowance, so that admission follows
+    /// the API server's pace instead of a constant.
+    pub fn in_flight_by(mut self, bound: impl Fn() -> usize + Send + Sync + 'static) -> Self {
+        let shared = Arc::get_mut(&mut self.shared).expect("bounded before first use");
+        let rate = (shared.max_in_flight)();
+        shared.max_in_flight = Box::new(move || bound().clamp(1, rate));
+        self
     }
 
     /// Decides whether a reconcile of the object `key` in `lane` starts
@@ -291,7 +303,7 @@ impl LaneLimiter {
                 return Admission::Later;
             }
             if queues.is_empty()
-                && queues.in_flight < self.shared.max_in_flight
+                && queues.in_flight < (self.shared.max_in_flight)()
                 && self.shared.rate.try_acquire()
             {
                 self.shared.metrics(lane).slots.inc();
@@ -330,7 +342,7 @@ async fn dispatch(shared: Arc<Shared>) {
         while shared.queues.lock().expect("queues lock").is_empty() {
             shared.joined.notified().await;
         }
-        while shared.queues.lock().expect("queues lock").in_flight >= shared.max_in_flight {
+        while shared.queues.lock().expect("queues lock").in_flight >= (shared.max_in_flight)() {
             shared.finished.notified().await;
         }
         shared.rate.acquire().await;

@@ -34,15 +34,16 @@ use crate::error::{CreateFailure, ExternalError, ReconcileError};
 use crate::events::EventType;
 use crate::fields::{late_initialize, merge_init_under, without_keys};
 use crate::kind::{CloudKind, Created, ManagedKind, Observation, Readiness, non_cloud_fields};
+use crate::pacing::Pacing;
 use crate::plan::{
     self, CreateMarks, DeleteStep, Observed, RecordCreated, Step, delete_step, idempotency_key,
     live_step,
 };
-use crate::policy::{self, Mode, orphans_on_delete};
+use crate::policy::{self, Actions, Mode, orphans_on_delete};
 use crate::rate_limit::{Admission, Lane, Wake};
 use crate::references::Resolver;
 use crate::requests::{self, pending_request};
-use crate::session::Session;
+use crate::session::{Details, Session};
 
 /// The status as JSON-backed generic data, so one code path serves all kinds.
 type Status = ManagedStatus<Value>;
@@ -84,7 +85,8 @@ pub enum Next {
 pub struct Outcome {
     pub next: Next,
     /// The `result` label of `reconciles_total` (`success`, `paused`,
-    /// `conflict`, `error`), or `backoff` when a backoff skipped the
+    /// `conflict`, `error`, `waiting` when the cloud server's pacing
+    /// deferred it), or `backoff` when a backoff skipped the
     /// reconcile or `deferred` when the rate cap queued it: those are not
     /// counted, as they did nothing.
     pub result: &'static str,
@@ -125,8 +127,9 @@ pub async fn reconcile_once<K: ManagedKind<C>, C: Connect>(
             result: "conflict",
         };
     }
+    let lane = lane_of(mr);
     // Held to the end of the reconcile: it counts as in flight until then.
-    let admission = ctx.limiter.admit(&key, lane_of(mr), wake);
+    let admission = ctx.limiter.admit(&key, lane, wake);
     let controller = crate::metrics::controller_name::<K>();
     let admitted = matches!(admission, Admission::Now(_));
     ctx.metrics.standard.arrived(&controller, &key, admitted);
@@ -188,6 +191,18 @@ pub async fn reconcile_once<K: ManagedKind<C>, C: Connect>(
                     run.status = run.original.clone();
                     (Next::After(CONFLICT_RETRY), "conflict")
                 }
+                Err(ReconcileError::Deferred(deferral)) => {
+                    // Not a failure: the cloud server asked to wait. No
+                    // event and no backoff; a resource with work to do says
+                    // so in Synced, a settled resource's poll waits quietly
+                    // (a status write per deferred poll would cost the API
+                    // server what the cloud saved).
+                    tracing::debug!(after = ?deferral.after, "cloud server busy: deferred");
+                    if lane == Lane::Work {
+                        run.set(Condition::waiting(deferral.message));
+                    }
+                    (Next::After(deferral.after), "waiting")
+                }
                 Err(error) => {
                     warn!(error = %error, "reconcile failed");
                     run.status
@@ -200,7 +215,7 @@ pub async fn reconcile_once<K: ManagedKind<C>, C: Connect>(
             // The reconcile-requested-at token of the copy this reconcile
             // started from is handled, whatever the outcome, unless a stale
             // copy cut it short (the retry handles it).
-            if let Some(token) = requested.filter(|_| outcome != "conflict") {
+            if let Some(token) = requested.filter(|_| !matches!(outcome, "conflict" | "waiting")) {
                 info!(token = %token, "handled a requested reconcile");
                 run.status.last_handled_reconcile_at = Some(token);
             }
@@ -470,7 +485,8 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
                 self.status
                     .conditions
                     .retain(|c| c.type_ != TYPE_UP_TO_DATE);
-                self.create(&mut session, external_name.as_deref()).await
+                self.create(&mut session, external_name.as_deref(), actions)
+                    .await
             }
             step => {
                 let (
@@ -496,11 +512,9 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
                     info!(fields = ?patch.keys().collect::<Vec<_>>(), "updating external resource");
                     let result = self
                         .ctx
-                        .call(
-                            &self.kind,
-                            "update",
-                            self.mr.for_provider().update(&session, name, patch),
-                        )
+                        .call(&self.kind, "update", &session.pacing, || {
+                            self.mr.for_provider().update(&session, name, patch.clone())
+                        })
                         .await;
                     self.change_log(OperationType::Update, Some(name), &result);
                     let accepted = result.map_err(ReconcileError::Update)?;
@@ -555,11 +569,9 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
                 info!("deleting external resource");
                 let result = self
                     .ctx
-                    .call(
-                        &self.kind,
-                        "delete",
-                        self.mr.for_provider().delete(&session, &name),
-                    )
+                    .call(&self.kind, "delete", &session.pacing, || {
+                        self.mr.for_provider().delete(&session, &name)
+                    })
                     .await;
                 self.change_log(OperationType::Delete, Some(&name), &result);
                 result.map_err(ReconcileError::Delete)?;
@@ -582,6 +594,7 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
         &mut self,
         session: &mut Session<'_, C::Client>,
         external_name: Option<&str>,
+        actions: Actions,
     ) -> Result<Next, ReconcileError> {
         let merged = merge_init_under(
             &self.spec_json("forProvider"),
@@ -627,13 +640,11 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
         info!("creating external resource");
         let result = self
             .ctx
-            .call(
-                &self.kind,
-                "create",
+            .call(&self.kind, "create", &session.pacing, || {
                 self.mr
                     .for_provider()
-                    .create(session, external_name, desired, &key),
-            )
+                    .create(session, external_name, desired.clone(), &key)
+            })
             .await;
         let named = result.as_ref().map_or(external_name, |created| {
             Some(created.external_name.as_str())
@@ -643,19 +654,51 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
             Ok(Created {
                 external_name: name,
                 connection_details,
+                observed,
             }) => {
                 tracing::Span::current().record("external_name", name.as_str());
-                self.record_created(&name).await?;
-                session.record(connection_details).await?;
+                // The create's answer, when it shows the resource, is its
+                // first observation: the spec is late-initialised from it in
+                // the write that records the external name, and the status
+                // written at the end of this reconcile says what the next
+                // reconcile's observe would (atProvider, drift, Ready), so
+                // that one finds nothing to write.
+                let answer = observed.map(|seen| {
+                    let at_provider =
+                        serde_json::to_value(&seen).expect("the cloud's models serialize");
+                    (seen, at_provider)
+                });
+                let late_init = answer
+                    .as_ref()
+                    .filter(|_| actions.late_initialize)
+                    .map(|(_, at_provider)| at_provider);
+                self.record_created(&name, late_init).await?;
+                let unpublished = self
+                    .record_created_details(
+                        session,
+                        answer.as_ref().map(|(seen, _)| seen),
+                        connection_details,
+                    )
+                    .await?;
                 self.event(
                     EventType::Normal,
                     "CreatedExternalResource",
                     "Successfully requested creation of external resource",
                 )
                 .await;
+                if let Some(error) = unpublished {
+                    return Err(ReconcileError::ConnectionDetails(error));
+                }
                 self.set(Condition::reconcile_success());
-                self.set(Condition::creating());
-                Ok(Next::After(self.ctx.settings.pending_poll_interval))
+                match answer {
+                    Some((seen, at_provider)) => {
+                        Ok(self.observed_created(&seen, at_provider, actions).await)
+                    }
+                    None => {
+                        self.set(Condition::creating());
+                        Ok(Next::After(self.ctx.settings.pending_poll_interval))
+                    }
+                }
             }
             Err(error) => {
                 // The cloud refused the create outright: the claimed name
@@ -685,20 +728,33 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
 
     /// Records a create's result: the external name and
     /// `external-create-succeeded`, in one write guarded by the
-    /// resourceVersion. On a conflict it reads the object again and retries,
-    /// as crossplane-runtime does, unless the newer copy already records
-    /// this result. Should every attempt fail, the create stays incomplete
+    /// resourceVersion, with `forProvider` late-initialised from
+    /// `at_provider` (the create's answer, when the policies allow
+    /// `LateInitialize`) in the same write. On a conflict it reads the
+    /// object again and retries, as crossplane-runtime does, unless the
+    /// newer copy already records this result; the late-initialised spec
+    /// is derived again from the newer copy, so a concurrent edit is kept.
+    /// Should every attempt fail, the create stays incomplete
     /// and the next reconcile repeats it with the same idempotency key,
     /// which returns this same resource: the result is never lost.
-    async fn record_created(&mut self, name: &str) -> Result<(), ReconcileError> {
+    async fn record_created(
+        &mut self,
+        name: &str,
+        at_provider: Option<&Value>,
+    ) -> Result<(), ReconcileError> {
         let uid = self.mr.uid();
         for attempt in 1..=RECORD_ATTEMPTS {
-            let written = self
-                .annotate_guarded(&[
-                    (EXTERNAL_NAME_ANNOTATION, Some(name.to_owned())),
-                    (EXTERNAL_CREATE_SUCCEEDED_ANNOTATION, Some(now())),
-                ])
-                .await;
+            let mut patch = annotations_patch(&[
+                (EXTERNAL_NAME_ANNOTATION, Some(name.to_owned())),
+                (EXTERNAL_CREATE_SUCCEEDED_ANNOTATION, Some(now())),
+            ]);
+            let mut target = "metadata";
+            if let Some(filled) = at_provider.and_then(|seen| self.late_initialized(seen)) {
+                info!("late-initialising forProvider from the create's answer");
+                patch["spec"] = json!({ "forProvider": filled });
+                target = "spec";
+            }
+            let written = self.patch_spec(patch, "write annotations", target).await;
             match written {
                 Err(error) if error.is_conflict() && attempt < RECORD_ATTEMPTS => {}
                 other => return other,
@@ -760,30 +816,130 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
         }
     }
 
-    /// Fills unset `forProvider` fields from the observation. The candidate
-    /// goes through the kind's own type, which drops what is not a
-    /// `forProvider` field (ids, states, timestamps).
-    async fn late_initialize(&mut self, at_provider: &Value) -> Result<(), ReconcileError> {
+    /// Connection details after a create, in one write of the connection
+    /// Secret at most: with the create's answer, the full set the next
+    /// reconcile's observe would publish (so a resource `Ready` at once has
+    /// its details too, and that reconcile writes nothing), with the
+    /// details the create settled; without it, only the latter, as before.
+    /// When the kind cannot give its details from the answer, the create's
+    /// own are still recorded and the error is returned for the caller to
+    /// report once the create is on record.
+    async fn record_created_details(
+        &self,
+        session: &mut Session<'_, C::Client>,
+        seen: Option<&Observation<K, C>>,
+        settled: Details,
+    ) -> Result<Option<ExternalError>, ReconcileError> {
+        let published = match seen {
+            Some(seen) => self
+                .mr
+                .for_provider()
+                .connection_details(session, seen)
+                .await
+                .map(Some),
+            None => Ok(None),
+        };
+        match published {
+            Ok(Some(mut details)) => {
+                details.extend(settled);
+                session.publish(details).await?;
+                Ok(None)
+            }
+            Ok(None) => {
+                session.record(settled).await?;
+                Ok(None)
+            }
+            Err(error) => {
+                session.record(settled).await?;
+                Ok(Some(error))
+            }
+        }
+    }
+
+    /// Takes the create's answer as the resource's first observation, as
+    /// the steps of an existing resource take an observe's:
+    /// `status.atProvider`, the drift report and `UpToDate`, `Ready`. Says
+    /// when to look again: a poll once it is available and as declared,
+    /// soon while it is provisioning or differs from the declaration (the
+    /// next reconcile updates it, as it would after an observe).
+    async fn observed_created(
+        &mut self,
+        seen: &Observation<K, C>,
+        at_provider: Value,
+        actions: Actions,
+    ) -> Next {
+        let readiness = K::ForProvider::readiness(seen);
+        let deleting = readiness == Readiness::Deleting;
+        let non_cloud = non_cloud_fields::<K, C>();
+        let desired = without_keys(&self.spec_json("forProvider"), &non_cloud);
+        let init = without_keys(&self.spec_json("initProvider"), &non_cloud);
+        let create_only = <K::ForProvider as CloudKind<C>>::CREATE_ONLY_FIELDS;
+        // The create sent every write-only field as declared: none differs.
+        let write_only = Map::new();
+        if !deleting {
+            self.report_drift(drift::Inputs {
+                actions,
+                desired: &desired,
+                init: &init,
+                observed: Some(&at_provider),
+                write_only: &write_only,
+                create_only,
+                sensitive: <K::ForProvider as CloudKind<C>>::SENSITIVE_FIELDS,
+            })
+            .await;
+        }
+        let updatable = without_keys(&desired, create_only);
+        let observed = Observed::Exists {
+            at_provider: at_provider.clone(),
+            deleting,
+        };
+        let step = live_step(actions, &updatable, write_only, &observed);
+        self.status.at_provider = Some(at_provider);
+        self.set_readiness(readiness);
+        if step == Step::UpToDate {
+            let uid = self.mr.uid().unwrap_or_default();
+            self.ctx
+                .metrics
+                .standard
+                .observed(&crate::metrics::gvk_label::<K>(), &uid, false);
+            self.requeue_for(readiness)
+        } else {
+            Next::After(self.ctx.settings.pending_poll_interval)
+        }
+    }
+
+    /// `forProvider` with its unset fields filled from the observation, or
+    /// `None` when there is nothing to fill. The candidate goes through the
+    /// kind's own type, which drops what is not a `forProvider` field (ids,
+    /// states, timestamps).
+    fn late_initialized(&self, at_provider: &Value) -> Option<Value> {
         let current = self.spec_json("forProvider");
         let candidate = late_initialize(&current, at_provider);
         if candidate == current {
             // Nothing to fill: the steady state, spared the typed round trip.
-            return Ok(());
+            return None;
         }
         let mut object = serde_json::to_value(&self.mr).unwrap_or_default();
         object["spec"]["forProvider"] = candidate;
         let Ok(typed) = serde_json::from_value::<K>(object) else {
             warn!("late-initialised forProvider does not fit the kind's type; skipping");
-            return Ok(());
+            return None;
         };
         let filtered = serde_json::to_value(&typed)
             .ok()
             .and_then(|v| v.pointer("/spec/forProvider").cloned())
             .unwrap_or(Value::Null);
-        if filtered != current {
+        (filtered != current).then_some(filtered)
+    }
+
+    /// Fills unset `forProvider` fields from the observation
+    /// ([`Self::late_initialized`]), in a write guarded by the
+    /// resourceVersion.
+    async fn late_initialize(&mut self, at_provider: &Value) -> Result<(), ReconcileError> {
+        if let Some(filled) = self.late_initialized(at_provider) {
             info!("late-initialising forProvider");
             self.patch_spec(
-                json!({ "spec": { "forProvider": filtered } }),
+                json!({ "spec": { "forProvider": filled } }),
                 "update spec",
                 "spec",
             )
@@ -831,13 +987,17 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
                 target,
                 owner: self.owner_ref(),
             });
-        let cloud = self
+        let connected = self
             .ctx
             .connector
             .connect(&self.mr, &self.kind, self.connect)
             .await?;
+        // Before the connection Secret is read: a reconcile its server
+        // cannot take now makes no request at all.
+        let ticket = connected.pacer.admit().map_err(ReconcileError::Deferred)?;
         Ok(Session::open(
-            cloud,
+            connected.client,
+            Pacing::new(connected.pacer, ticket),
             &*self.ctx.cluster,
             self.mr.namespace(),
             connection,
@@ -855,11 +1015,9 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
             return Ok(None);
         };
         self.ctx
-            .call(
-                &self.kind,
-                "observe",
-                self.mr.for_provider().observe(session, name),
-            )
+            .call(&self.kind, "observe", &session.pacing, || {
+                self.mr.for_provider().observe(session, name)
+            })
             .await
             .map_err(ReconcileError::Observe)
     }

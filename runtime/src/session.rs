@@ -16,6 +16,7 @@ use prometheus_client::metrics::counter::Counter;
 use crate::cluster::{Cluster, ObjectKey, typed};
 use crate::connection::ConnectionSecret;
 use crate::error::{ConnectionError, ExternalError};
+use crate::pacing::Pacing;
 
 /// Connection details as the Secret's `data` holds them, decoded.
 pub type Details = BTreeMap<String, String>;
@@ -23,6 +24,8 @@ pub type Details = BTreeMap<String, String>;
 pub struct Session<'a, C> {
     /// The cloud client, of the type the provider's [`crate::Connect`] makes.
     pub cloud: C,
+    /// How this reconcile's calls to the cloud are paced.
+    pub(crate) pacing: Pacing,
     cluster: &'a dyn Cluster,
     /// The managed resource's namespace (`None` when cluster-scoped): where
     /// a namespaced resource's Secret inputs are.
@@ -39,6 +42,7 @@ impl<'a, C> Session<'a, C> {
     /// every step of this reconcile.
     pub(crate) async fn open(
         cloud: C,
+        pacing: Pacing,
         cluster: &'a dyn Cluster,
         namespace: Option<String>,
         connection: Option<ConnectionSecret>,
@@ -50,6 +54,7 @@ impl<'a, C> Session<'a, C> {
         };
         Ok(Self {
             cloud,
+            pacing,
             cluster,
             namespace,
             connection,

@@ -99,7 +99,7 @@ impl<S: Scope> CloudKind<FakecloudConnect> for DatabaseInstanceParameters<S> {
         name: Option<&str>,
         desired: Value,
         idempotency_key: &str,
-    ) -> Result<Created, ExternalError> {
+    ) -> Result<Created<Self::Observation>, ExternalError> {
         let wanted = wanted_password(self, session).await?;
         let password = wanted
             .clone()
@@ -116,10 +116,13 @@ impl<S: Scope> CloudKind<FakecloudConnect> for DatabaseInstanceParameters<S> {
             .cloud
             .create_database_instance(&self.region, &body, Some(idempotency_key))
             .await
-            .map_err(CloudFailure)?;
+            .map_err(CloudFailure)?
+            .resource;
+        // The answer is the new instance: the runtime's first observation.
         Ok(Created {
-            external_name: created.resource.identifier,
+            external_name: created.identifier.clone(),
             connection_details: wanted.map(password_details).unwrap_or_default(),
+            observed: Some(created),
         })
     }
 

@@ -51,14 +51,17 @@ macro_rules! network_kind {
                 _: Option<&str>,
                 desired: Value,
                 idempotency_key: &str,
-            ) -> Result<Created, ExternalError> {
+            ) -> Result<Created<Self::Observation>, ExternalError> {
                 let body = create_body(desired)?;
                 let created = session
                     .cloud
                     .$create(&self.region, &body, Some(idempotency_key))
                     .await
-                    .map_err(CloudFailure)?;
-                Ok(Created::named(created.resource.id))
+                    .map_err(CloudFailure)?
+                    .resource;
+                // fakecloud answers a create with the new resource: the
+                // runtime's first observation, at no extra call.
+                Ok(Created::answered(created.id.clone(), created))
             }
 
             async fn update(

@@ -43,7 +43,7 @@ impl<S: Scope> CloudKind<FakecloudConnect> for NodeGroupParameters<S> {
         name: Option<&str>,
         desired: Value,
         idempotency_key: &str,
-    ) -> Result<Created, ExternalError> {
+    ) -> Result<Created<Self::Observation>, ExternalError> {
         let body = create_body(with_name(desired, "name", name)?)?;
         let created = session
             .cloud
@@ -54,8 +54,10 @@ impl<S: Scope> CloudKind<FakecloudConnect> for NodeGroupParameters<S> {
                 Some(idempotency_key),
             )
             .await
-            .map_err(CloudFailure)?;
-        Ok(Created::named(created.resource.name))
+            .map_err(CloudFailure)?
+            .resource;
+        // The answer is the new group: the runtime's first observation.
+        Ok(Created::answered(created.name.clone(), created))
     }
 
     async fn update(
