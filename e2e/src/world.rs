@@ -44,6 +44,12 @@ pub struct WorldOptions {
     pub provider_args: Vec<String>,
     /// The cluster backend; `None`: the one the environment selects.
     pub backend: Option<Backend>,
+    /// fakecloud accounts besides the default one ([`World::account`]),
+    /// each given an API key of its own ([`World::api_key_of`]), e.g. for
+    /// ProviderConfigs that must not share an account
+    /// ([`World::create_namespaced_provider_config`]). In-process fakecloud
+    /// only: on the container backend, any is [`WorldError::Accounts`].
+    pub accounts: Vec<String>,
 }
 
 impl Default for WorldOptions {
@@ -57,6 +63,7 @@ impl Default for WorldOptions {
                 "--pending-poll-interval=250ms".into(),
             ],
             backend: None,
+            accounts: Vec::new(),
         }
     }
 }
@@ -79,6 +86,10 @@ pub enum WorldError {
     Scenario(#[from] crate::scenarios::ScenarioError),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    /// [`WorldOptions::accounts`] asked of a fakecloud that cannot have
+    /// them, or an account fakecloud was not started with.
+    #[error("fakecloud accounts: {0}")]
+    Accounts(String),
 }
 
 /// fakecloud, wherever it runs.
@@ -95,9 +106,15 @@ impl Cloud {
         backend: &Backend,
         dir: &tempfile::TempDir,
         delay: Duration,
+        accounts: &[String],
     ) -> Result<Self, WorldError> {
         #[cfg(feature = "containers")]
         if *backend == Backend::Containers {
+            if !accounts.is_empty() {
+                return Err(WorldError::Accounts(format!(
+                    "{accounts:?} besides the default one need the in-process fakecloud"
+                )));
+            }
             return Ok(Self::Container(Box::new(
                 crate::containers::FakecloudContainer::start(delay).await?,
             )));
@@ -106,7 +123,31 @@ impl Cloud {
         let mut config =
             fakecloud::Config::new(dir.path().join("fakecloud.db").display().to_string());
         config.default_delay = delay;
+        if !accounts.is_empty() {
+            // Naming any key stops fakecloud minting the default one, so
+            // the default (first) key is minted here, as fakecloud would.
+            let key = |account: &str| {
+                let key = format!("fcdev_{}", uuid::Uuid::new_v4().simple());
+                fakecloud::ApiKey::new(key, account)
+            };
+            config.api_keys = std::iter::once(fakecloud::DEV_ACCOUNT)
+                .chain(accounts.iter().map(String::as_str))
+                .map(key)
+                .collect();
+        }
         Ok(Self::InProcess(fakecloud::spawn(config).await?))
+    }
+
+    /// Every API key and the account it acts for, the default one first.
+    fn api_keys(&self) -> Vec<fakecloud::ApiKey> {
+        match self {
+            Self::InProcess(server) => server.api_keys().to_vec(),
+            // `FakecloudContainer::start` names its one key's account `e2e`.
+            #[cfg(feature = "containers")]
+            Self::Container(container) => {
+                vec![fakecloud::ApiKey::new(container.api_key(), "e2e")]
+            }
+        }
     }
 
     fn base_url(&self) -> String {
@@ -173,7 +214,13 @@ impl World {
         }
         let (cluster, cloud_server) = tokio::join!(cluster_options.start(), async {
             let dir = tempfile::tempdir()?;
-            let cloud = Cloud::start(&backend, &dir, options.provisioning_delay).await?;
+            let cloud = Cloud::start(
+                &backend,
+                &dir,
+                options.provisioning_delay,
+                &options.accounts,
+            )
+            .await?;
             Ok::<_, WorldError>((dir, cloud))
         });
         let cluster = cluster?;
@@ -232,6 +279,71 @@ impl World {
             .as_ref()
             .expect("fakecloud runs while the world lives")
             .api_key()
+    }
+
+    /// The account of [`World::api_key`]: the one the `default`
+    /// ProviderConfig and ClusterProviderConfig act for.
+    pub fn account(&self) -> String {
+        self.cloud_server
+            .as_ref()
+            .expect("fakecloud runs while the world lives")
+            .api_keys()
+            .swap_remove(0)
+            .account
+    }
+
+    /// The API key of `account`: the default one ([`World::account`]) or
+    /// one of [`WorldOptions::accounts`]; `None` for any other.
+    pub fn api_key_of(&self, account: &str) -> Option<String> {
+        self.cloud_server
+            .as_ref()
+            .expect("fakecloud runs while the world lives")
+            .api_keys()
+            .into_iter()
+            .find(|k| k.account == account)
+            .map(|k| k.key)
+    }
+
+    /// A namespaced ProviderConfig (`fakecloud.m.crossplane.io`) `name` in
+    /// `namespace`, pointing at this fakecloud with `account`'s API key
+    /// (see [`World::api_key_of`]), kept in the Secret
+    /// `<name>-credentials` (key `apiKey`) beside it. Creates the namespace
+    /// if need be. Namespaced managed resources there use it with
+    /// `providerConfigRef: { kind: ProviderConfig, name }`.
+    pub async fn create_namespaced_provider_config(
+        &self,
+        namespace: &str,
+        name: &str,
+        account: &str,
+    ) -> Result<(), WorldError> {
+        let key = self
+            .api_key_of(account)
+            .ok_or_else(|| WorldError::Accounts(format!("fakecloud has no account {account:?}")))?;
+        self.create_namespace(namespace).await?;
+        let objects = self.objects.in_namespace(namespace);
+        let secret_name = format!("{name}-credentials");
+        objects
+            .apply_namespaced::<Secret>(
+                namespace,
+                json!({
+                    "apiVersion": "v1", "kind": "Secret",
+                    "metadata": { "name": secret_name, "namespace": namespace },
+                    "stringData": { "apiKey": key },
+                }),
+            )
+            .await?;
+        objects
+            .apply::<apis::kinds::provider_config::m::ProviderConfig>(json!({
+                "apiVersion": "fakecloud.m.crossplane.io/v1alpha1", "kind": "ProviderConfig",
+                "metadata": { "name": name, "namespace": namespace },
+                "spec": {
+                    "endpoint": self.cloud_url(),
+                    "credentials": { "source": "Secret",
+                        "secretRef": { "name": secret_name, "key": "apiKey" } },
+                },
+            }))
+            .await?;
+        Ok(())
     }
 
     /// Creates the namespace `name`, if it does not exist yet.

@@ -1,0 +1,513 @@
+//! The provider paces each server it calls by what that server answers
+//! (issue 28): with one fakecloud account throttled to 5 calls a second, a
+//! burst of 60 VPCs on it becomes Ready at about the pace the account
+//! allows, with few calls refused (429); and another account's VPCs,
+//! through another ProviderConfig, are hardly slowed by the throttled one.
+//!
+//! Both tests use Crossplane v2's namespaced kinds
+//! (`network.fakecloud.m.crossplane.io` VPCs): the first through the
+//! `default` ClusterProviderConfig, the second through one namespaced
+//! ProviderConfig per account. The full poll is far beyond the tests, so
+//! every call the provider makes is one a VPC needs on its way to Ready
+//! (create, the looks while it provisions, the one that finds it Ready),
+//! never a poll of a Ready one. Every test counts the VPCs fakecloud holds
+//! per account: exactly one per managed VPC.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use apis::kinds::vpc::m::Vpc;
+use e2e::objects::Objects;
+use e2e::world::{World, WorldOptions, condition, external_name, is_ready, is_synced};
+use fakecloud::model::{Actor, AuditEntry, AuditQuery, Kind, Throttling};
+use futures::{StreamExt, TryStreamExt, stream};
+use kube::api::ListParams;
+use kube::{Api, ResourceExt};
+use serde_json::{Value, json};
+
+/// The throttled account's refill rate, calls a second.
+const RATE: f64 = 5.0;
+/// The throttled account's bucket: calls that may come at once.
+const BURST: u32 = 5;
+/// How many clients apply at once, as in the issue's measurements.
+const CLIENTS: usize = 16;
+/// The label that marks one batch of VPCs.
+const BATCH_LABEL: &str = "e2e.fakecloud.dev/batch";
+/// How often the tests look at a batch they time: its time is known to
+/// this much.
+const LOOK: Duration = Duration::from_millis(100);
+/// How often they look at a batch whose time is only printed.
+const GLANCE: Duration = Duration::from_secs(1);
+
+/// The world both tests run in: a full poll far beyond the test (10 m, so
+/// that no call is a poll of a Ready VPC), a short provisioning delay and
+/// pending poll (a VPC needs a few looks, not dozens), fakecloud accounts
+/// `accounts` besides the default one.
+fn options(accounts: &[&str]) -> WorldOptions {
+    WorldOptions {
+        provisioning_delay: Duration::from_millis(200),
+        provider_args: vec![
+            "--poll-interval=10m".into(),
+            "--pending-poll-interval=500ms".into(),
+        ],
+        accounts: accounts.iter().map(|a| (*a).to_owned()).collect(),
+        ..WorldOptions::default()
+    }
+}
+
+/// The token bucket the throttled account gets: 5 calls a second, burst 5.
+fn throttled() -> Throttling {
+    Throttling {
+        rate_per_second: RATE,
+        burst: BURST,
+    }
+}
+
+/// A namespaced VPC of `batch`, through the namespaced ProviderConfig
+/// `config` of its namespace, or the `default` ClusterProviderConfig.
+fn vpc(batch: &str, name: &str, config: Option<&str>) -> Value {
+    let mut vpc = json!({
+        "apiVersion": "network.fakecloud.m.crossplane.io/v1alpha1", "kind": "VPC",
+        "metadata": { "name": name, "labels": { BATCH_LABEL: batch } },
+        "spec": { "forProvider": { "region": "us-east-1", "cidrBlock": "10.0.0.0/16" } },
+    });
+    if let Some(config) = config {
+        vpc["spec"]["providerConfigRef"] = json!({ "kind": "ProviderConfig", "name": config });
+    }
+    vpc
+}
+
+/// Applies `count` VPCs of `batch` in `objects`' namespace, `CLIENTS` at a
+/// time, as the test's user.
+async fn apply_batch(
+    objects: &Objects,
+    batch: &str,
+    count: usize,
+    config: Option<&str>,
+) -> anyhow::Result<()> {
+    stream::iter(0..count)
+        .map(|i| objects.apply::<Vpc>(vpc(batch, &format!("{batch}-{i}"), config)))
+        .buffer_unordered(CLIENTS)
+        .try_collect::<Vec<_>>()
+        .await?;
+    Ok(())
+}
+
+/// A batch that became Ready.
+struct Ready {
+    /// From `started` to the last of the batch seen Ready and Synced.
+    took: Duration,
+    /// The cloud VPCs the batch's managed VPCs name, one each.
+    ids: BTreeSet<String>,
+    /// The first `Synced` message with reason `Waiting` seen meanwhile:
+    /// what `kubectl describe` showed of a VPC its account held back.
+    waiting: Option<String>,
+}
+
+/// Waits until all `count` VPCs of `batch` in `objects`' namespace are
+/// Ready and Synced, each naming its own cloud VPC, looking every `look`;
+/// a timeout reports the ones still waiting and their conditions.
+async fn wait_ready(
+    objects: &Objects,
+    batch: &str,
+    count: usize,
+    (started, look): (Instant, Duration),
+    timeout: Duration,
+) -> anyhow::Result<Ready> {
+    let api: Api<Vpc> = Api::namespaced(objects.client(), objects.namespace());
+    let params = ListParams::default().labels(&format!("{BATCH_LABEL}={batch}"));
+    let mut ready_at: BTreeMap<String, Duration> = BTreeMap::new();
+    let mut waiting = None;
+    loop {
+        let vpcs = api.list(&params).await?.items;
+        for vpc in &vpcs {
+            if let Some((_, reason, message)) = condition(vpc, "Synced")
+                && reason == "Waiting"
+            {
+                waiting.get_or_insert(message);
+            }
+            if is_ready(vpc) && is_synced(vpc) {
+                ready_at
+                    .entry(vpc.name_any())
+                    .or_insert_with(|| started.elapsed());
+            }
+        }
+        if ready_at.len() == count {
+            let ids: BTreeSet<String> = vpcs.iter().filter_map(external_name).collect();
+            anyhow::ensure!(
+                ids.len() == count,
+                "{count} VPCs of {batch} Ready, but they name {} cloud VPCs",
+                ids.len()
+            );
+            let took = ready_at.values().max().copied().unwrap_or_default();
+            return Ok(Ready { took, ids, waiting });
+        }
+        if started.elapsed() > timeout {
+            let waiting: Vec<String> = vpcs
+                .iter()
+                .filter(|v| !ready_at.contains_key(&v.name_any()))
+                .take(5)
+                .map(|v| {
+                    format!(
+                        "{}: Synced {:?}, Ready {:?}",
+                        v.name_any(),
+                        condition(v, "Synced"),
+                        condition(v, "Ready"),
+                    )
+                })
+                .collect();
+            anyhow::bail!(
+                "{} of {count} VPCs of {batch} Ready and Synced after {timeout:?}; waiting, e.g.: {waiting:#?}",
+                ready_at.len()
+            );
+        }
+        tokio::time::sleep(look).await;
+    }
+}
+
+/// One account's calls after an audit mark.
+struct Calls {
+    entries: Vec<AuditEntry>,
+}
+
+impl Calls {
+    /// The calls `account`'s key made after `mark`.
+    async fn of(world: &World, account: &str, mark: i64) -> anyhow::Result<Self> {
+        let entries = world
+            .admin
+            .audit(&AuditQuery {
+                account: Some(account.to_owned()),
+                actor: Some(Actor::Api),
+                after_seq: Some(mark),
+                ..AuditQuery::default()
+            })
+            .await?;
+        Ok(Self { entries })
+    }
+
+    fn total(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Answered 429: refused by the account's throttling.
+    fn throttled(&self) -> usize {
+        self.with_status(429)
+    }
+
+    /// Calls needed: those the cloud did not refuse with 429.
+    fn needed(&self) -> usize {
+        self.total() - self.throttled()
+    }
+
+    fn with_status(&self, status: u16) -> usize {
+        self.entries.iter().filter(|e| e.status == status).count()
+    }
+
+    /// The share answered 429, in percent.
+    fn throttled_percent(&self) -> f64 {
+        if self.total() == 0 {
+            return 0.0;
+        }
+        100.0 * self.throttled() as f64 / self.total() as f64
+    }
+
+    /// `<n> calls, <n> answered 429 (<p>%), <n> needed; 503/504: <n>/<n>`.
+    fn summary(&self) -> String {
+        format!(
+            "{} calls, {} answered 429 ({:.1}%), {} needed; 503/504: {}/{}",
+            self.total(),
+            self.throttled(),
+            self.throttled_percent(),
+            self.needed(),
+            self.with_status(503),
+            self.with_status(504),
+        )
+    }
+}
+
+/// Asserts that fakecloud holds exactly the VPCs `ids` in `account`: one
+/// per managed VPC, none twice, none unmanaged.
+async fn assert_cloud_holds_exactly(
+    world: &World,
+    account: &str,
+    ids: &BTreeSet<String>,
+) -> anyhow::Result<()> {
+    let in_cloud: Vec<String> = world
+        .admin
+        .resources(Some(Kind::Vpc), Some(account))
+        .await?
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    let distinct: BTreeSet<String> = in_cloud.iter().cloned().collect();
+    println!(
+        "account {account}: fakecloud holds {} VPCs for {} managed VPCs",
+        in_cloud.len(),
+        ids.len()
+    );
+    assert_eq!(
+        in_cloud.len(),
+        ids.len(),
+        "account {account}: one cloud VPC per managed VPC; unmanaged: {:?}",
+        distinct.difference(ids).take(10).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        &distinct, ids,
+        "account {account}: the managed VPCs name exactly the cloud's"
+    );
+    Ok(())
+}
+
+/// Prints the provider's `provider_cloud_*` metric samples, where the
+/// pacing mechanism's own families (limits, pauses) show when it has them.
+fn print_cloud_metrics(world: &World) {
+    let text = world.metrics.encode();
+    let samples: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("provider_cloud_"))
+        .collect();
+    println!("provider_cloud_* samples ({}):", samples.len());
+    for sample in samples {
+        println!("  {sample}");
+    }
+}
+
+/// One account throttled to 5 calls a second (burst 5), 60 VPCs on it: all
+/// become Ready, each created once, at most 10% of the account's calls are
+/// refused with 429, and all are Ready within 1.5 times the least time the
+/// calls they needed take at 5 a second.
+#[tokio::test]
+async fn sixty_vpcs_on_a_throttled_account_pace_to_its_rate() -> anyhow::Result<()> {
+    const COUNT: usize = 60;
+    e2e::init_tracing();
+    let world = World::start_with(options(&[])).await?;
+    // The default ClusterProviderConfig's account, which namespaced VPCs
+    // that name no ProviderConfig use.
+    let account = world.account();
+    world
+        .admin
+        .set_account_throttling(&account, Some(throttled()))
+        .await?;
+    let objects = world.objects.in_namespace(e2e::scope::APP);
+    let batch = e2e::unique_name("throttled");
+
+    let mark = world.audit_mark().await?;
+    let started = Instant::now();
+    apply_batch(&objects, &batch, COUNT, None).await?;
+    // Far beyond what pacing needs (some 30-60 s), so that code without it
+    // shows its figures rather than a timeout; within nextest's 5 minutes.
+    let ready = wait_ready(
+        &objects,
+        &batch,
+        COUNT,
+        (started, LOOK),
+        Duration::from_secs(240),
+    )
+    .await;
+    let calls = Calls::of(&world, &account, mark).await?;
+    let took = ready.as_ref().map_or(started.elapsed(), |r| r.took);
+    let bound = Duration::from_secs_f64(1.5 * calls.needed() as f64 / RATE);
+    println!(
+        "throttled account {account} at {RATE}/s (burst {BURST}): {COUNT} VPCs {} in {:.1}s; {}; \
+         bound 1.5 x {} needed / {RATE}/s = {:.1}s",
+        if ready.is_ok() {
+            "Ready"
+        } else {
+            "NOT all Ready"
+        },
+        took.as_secs_f64(),
+        calls.summary(),
+        calls.needed(),
+        bound.as_secs_f64(),
+    );
+    print_cloud_metrics(&world);
+    let ready = ready?;
+
+    assert_cloud_holds_exactly(&world, &account, &ready.ids).await?;
+    // What a user sees of a VPC held back: its Synced condition names the
+    // server and what it answered; and the metrics show the pacing.
+    let waiting = ready.waiting.as_deref().unwrap_or_default();
+    println!("a held-back VPC's Synced message: {waiting:?}");
+    assert!(
+        waiting.starts_with("waiting for http://") && waiting.contains("answers 429"),
+        "a VPC held back by its account says so in Synced: {waiting:?}"
+    );
+    let pacing = |family, labels: &[(&str, &str)]| world.metrics.total_with(family, labels);
+    assert!(pacing("provider_pacing_deferred_total", &[]) > 0.0);
+    assert_eq!(
+        pacing("provider_pacing_answers_total", &[("answer", "throttled")]),
+        calls.throttled() as f64,
+        "every 429 fakecloud answered reached the pacer"
+    );
+    assert!(
+        calls.throttled_percent() <= 10.0,
+        "at most 10% of the throttled account's calls answered 429: {}",
+        calls.summary()
+    );
+    assert!(
+        ready.took <= bound,
+        "all {COUNT} VPCs Ready in {:.1}s, beyond 1.5 x {} calls needed / {RATE}/s = {:.1}s",
+        ready.took.as_secs_f64(),
+        calls.needed(),
+        bound.as_secs_f64()
+    );
+    world.shutdown().await;
+    Ok(())
+}
+
+/// Two ProviderConfigs on two fakecloud accounts, one throttled to 5 calls
+/// a second with 60 VPCs on it: the other's 100 VPCs are Ready within 1.2
+/// times the time the same 100-VPC batch takes with no throttling at all,
+/// measured first in the same world.
+#[tokio::test]
+async fn a_throttled_account_does_not_slow_another_accounts_vpcs() -> anyhow::Result<()> {
+    const SLOW: &str = "slow";
+    const FAST: &str = "fast";
+    const SLOW_COUNT: usize = 60;
+    const FAST_COUNT: usize = 100;
+    const CONFIG: &str = "cloud";
+    e2e::init_tracing();
+    let world = World::start_with(options(&[SLOW, FAST])).await?;
+    // One namespace per account, each with its namespaced ProviderConfig
+    // `cloud` holding that account's key.
+    let (slow_ns, fast_ns) = ("team-slow", "team-fast");
+    world
+        .create_namespaced_provider_config(slow_ns, CONFIG, SLOW)
+        .await?;
+    world
+        .create_namespaced_provider_config(fast_ns, CONFIG, FAST)
+        .await?;
+    let slow = world.objects.in_namespace(slow_ns);
+    let fast = world.objects.in_namespace(fast_ns);
+
+    // Warm-up, unthrottled: one VPC through each ProviderConfig, so that
+    // neither phase pays for the first use of a config (its Secret read,
+    // its cloud client, the controller's first reconciles), which would
+    // make the baseline slow and the ratio look better than it is.
+    let warm = e2e::unique_name("warm");
+    apply_batch(&slow, &warm, 1, Some(CONFIG)).await?;
+    apply_batch(&fast, &warm, 1, Some(CONFIG)).await?;
+    let warm_started = Instant::now();
+    let warm_slow = wait_ready(
+        &slow,
+        &warm,
+        1,
+        (warm_started, GLANCE),
+        Duration::from_secs(60),
+    )
+    .await?;
+    let warm_fast = wait_ready(
+        &fast,
+        &warm,
+        1,
+        (warm_started, GLANCE),
+        Duration::from_secs(60),
+    )
+    .await?;
+
+    // Phase 1, the baseline: 100 VPCs on the fast account, nothing else
+    // going on, nothing throttled.
+    let baseline_batch = e2e::unique_name("baseline");
+    let started = Instant::now();
+    apply_batch(&fast, &baseline_batch, FAST_COUNT, Some(CONFIG)).await?;
+    let baseline = wait_ready(
+        &fast,
+        &baseline_batch,
+        FAST_COUNT,
+        (started, LOOK),
+        Duration::from_secs(120),
+    )
+    .await?;
+    println!(
+        "baseline: {FAST_COUNT} VPCs on account {FAST}, nothing throttled, Ready in {:.1}s",
+        baseline.took.as_secs_f64()
+    );
+
+    // The baseline's VPCs stay: deleting them would put 100 deletes (and
+    // their looks until gone) on the provider's queue and the fast
+    // account, which phase 2 would have to wait out to measure anything
+    // clean; kept, they are Ready and idle (the next poll is 10 m away),
+    // so they cost phase 2 nothing, and fakecloud must hold exactly them
+    // as well (201 VPCs on the fast account at the end).
+
+    // Phase 2: the slow account throttled, its 60 VPCs applied first so
+    // their reconciles already crowd the provider when the fast batch
+    // arrives, then the same 100-VPC batch on the fast account, applied
+    // the same way as the baseline (so its own applies compete with
+    // nothing but the provider's work on the slow account).
+    world
+        .admin
+        .set_account_throttling(SLOW, Some(throttled()))
+        .await?;
+    let slow_mark = world.audit_mark().await?;
+    let slow_batch = e2e::unique_name("slow");
+    let fast_batch = e2e::unique_name("fast");
+    let slow_started = Instant::now();
+    apply_batch(&slow, &slow_batch, SLOW_COUNT, Some(CONFIG)).await?;
+    let fast_started = Instant::now();
+    apply_batch(&fast, &fast_batch, FAST_COUNT, Some(CONFIG)).await?;
+    let (beside, slow_ready) = tokio::join!(
+        wait_ready(
+            &fast,
+            &fast_batch,
+            FAST_COUNT,
+            (fast_started, LOOK),
+            Duration::from_secs(150)
+        ),
+        wait_ready(
+            &slow,
+            &slow_batch,
+            SLOW_COUNT,
+            (slow_started, GLANCE),
+            Duration::from_secs(200)
+        ),
+    );
+    let slow_calls = Calls::of(&world, SLOW, slow_mark).await?;
+    let took = |ready: &anyhow::Result<Ready>| {
+        ready.as_ref().map_or("NOT all Ready".to_owned(), |r| {
+            format!("{:.1}s", r.took.as_secs_f64())
+        })
+    };
+    let ratio = beside
+        .as_ref()
+        .map(|r| r.took.as_secs_f64() / baseline.took.as_secs_f64());
+    println!(
+        "isolation: {FAST_COUNT} VPCs on account {FAST}: baseline {:.1}s, beside account {SLOW} \
+         throttled to {RATE}/s: {}; ratio {} (target <= 1.20)",
+        baseline.took.as_secs_f64(),
+        took(&beside),
+        ratio.as_ref().map_or("-".to_owned(), |r| format!("{r:.2}")),
+    );
+    println!(
+        "throttled account {SLOW}: {SLOW_COUNT} VPCs Ready in {}; {}",
+        took(&slow_ready),
+        slow_calls.summary()
+    );
+    print_cloud_metrics(&world);
+    let beside = beside?;
+    let slow_ready = slow_ready?;
+
+    let fast_ids: BTreeSet<String> = [&warm_fast.ids, &baseline.ids, &beside.ids]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect();
+    let slow_ids: BTreeSet<String> = [&warm_slow.ids, &slow_ready.ids]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect();
+    assert_eq!(fast_ids.len(), 1 + 2 * FAST_COUNT, "distinct cloud VPCs");
+    assert_eq!(slow_ids.len(), 1 + SLOW_COUNT, "distinct cloud VPCs");
+    assert_cloud_holds_exactly(&world, FAST, &fast_ids).await?;
+    assert_cloud_holds_exactly(&world, SLOW, &slow_ids).await?;
+    assert!(
+        beside.took.as_secs_f64() <= 1.2 * baseline.took.as_secs_f64(),
+        "{FAST_COUNT} VPCs on account {FAST} Ready in {:.1}s beside the throttled account, \
+         beyond 1.2 x their {:.1}s with nothing throttled",
+        beside.took.as_secs_f64(),
+        baseline.took.as_secs_f64()
+    );
+    world.shutdown().await;
+    Ok(())
+}
