@@ -266,8 +266,9 @@ pub enum ReconcileError {
         #[source]
         source: kube::Error,
     },
-    /// The cloud server is paused or its rate booked ahead: not a failure,
-    /// the reconcile comes back at its appointment ([`crate::pacing`]).
+    /// The cloud server is paused or its rate booked ahead: not a failure;
+    /// the object waits in the server's line and is woken in its turn
+    /// ([`crate::pacing`]).
     #[error("{}", .0.message)]
     Deferred(crate::pacing::Deferral),
 }

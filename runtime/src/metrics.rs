@@ -120,8 +120,8 @@ pub struct Metrics {
     pub pacing_answers: Family<PacingAnswerLabels, Counter>,
     /// Time callers spent waiting for each server's limits and pauses.
     pub pacing_wait: Family<PacingLabels, Counter<f64, AtomicU64>>,
-    /// Reconciles deferred to an appointment because their server was
-    /// paused or its rate booked ahead.
+    /// Reconciles deferred to their server's line because it was paused
+    /// or its rate booked ahead.
     pub pacing_deferred: Family<PacingLabels, Counter>,
 }
 
@@ -180,7 +180,7 @@ impl Metrics {
         );
         registry.register(
             "pacing_deferred",
-            "Reconciles deferred to an appointment because their server was paused or its rate booked ahead",
+            "Reconciles deferred to their server's line because it was paused or its rate booked ahead",
             pacing_deferred.clone(),
         );
         registry.register(

@@ -93,15 +93,15 @@ pub struct Outcome {
 }
 
 /// One reconcile of `mr`, the copy the caller holds, connecting to its
-/// cloud through `connect`. If the rate cap has no slot for it now, it ends
-/// at once and `wake` makes what starts the object's next reconcile when
-/// the slot comes. The controller calls this; tests of a kind call it
+/// cloud through `connect`. If the rate cap, or its cloud server's pacer,
+/// has no slot for it now, it ends at once and `wake` makes what starts the
+/// object's next reconcile when the slot comes. The controller calls this; tests of a kind call it
 /// directly, on a [`crate::cluster::memory::MemoryCluster`].
 pub async fn reconcile_once<K: ManagedKind<C>, C: Connect>(
     mr: &K,
     ctx: &Context,
     connect: &C,
-    wake: impl FnOnce() -> Wake,
+    wake: impl Fn() -> Wake + Send + Sync,
 ) -> Outcome {
     let key = mr.uid().unwrap_or_default();
     let intent = intent_of(mr);
@@ -129,7 +129,7 @@ pub async fn reconcile_once<K: ManagedKind<C>, C: Connect>(
     }
     let lane = lane_of(mr);
     // Held to the end of the reconcile: it counts as in flight until then.
-    let admission = ctx.limiter.admit(&key, lane, wake);
+    let admission = ctx.limiter.admit(&key, lane, &wake);
     let controller = crate::metrics::controller_name::<K>();
     let admitted = matches!(admission, Admission::Now(_));
     ctx.metrics.standard.arrived(&controller, &key, admitted);
@@ -166,7 +166,7 @@ pub async fn reconcile_once<K: ManagedKind<C>, C: Connect>(
     Box::pin(
         async move {
             let timer = std::time::Instant::now();
-            let mut run = Run::new(mr.clone(), ctx, connect);
+            let mut run = Run::new(mr.clone(), ctx, connect, &wake);
             let requested = requested_token(mr).map(str::to_owned);
             let (gvk, created) = (
                 crate::metrics::gvk_label::<K>(),
@@ -270,10 +270,18 @@ struct Run<'a, K: ManagedKind<C>, C: Connect> {
     /// `mr` as JSON, made once per version of it: the rules read its spec
     /// several times a reconcile.
     json: OnceLock<Value>,
+    /// Makes what starts the object's next reconcile: its cloud server's
+    /// line wakes it when its turn comes.
+    wake: &'a (dyn Fn() -> Wake + Send + Sync),
 }
 
 impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
-    fn new(mr: K, ctx: &'a Context, connect: &'a C) -> Self {
+    fn new(
+        mr: K,
+        ctx: &'a Context,
+        connect: &'a C,
+        wake: &'a (dyn Fn() -> Wake + Send + Sync),
+    ) -> Self {
         let json = serde_json::to_value(&mr).unwrap_or_default();
         let original: Status = json
             .get("status")
@@ -291,6 +299,7 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
             gone: false,
             poll_interval: ctx.settings.poll_interval,
             json: OnceLock::from(json),
+            wake,
         }
     }
 
@@ -994,7 +1003,11 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
             .await?;
         // Before the connection Secret is read: a reconcile its server
         // cannot take now makes no request at all.
-        let ticket = connected.pacer.admit().map_err(ReconcileError::Deferred)?;
+        let key = self.mr.uid().unwrap_or_default();
+        let ticket = connected
+            .pacer
+            .admit(&key, self.wake)
+            .map_err(ReconcileError::Deferred)?;
         Ok(Session::open(
             connected.client,
             Pacing::new(connected.pacer, ticket),

@@ -7,11 +7,11 @@
 //! - **A rate** (calls a second), cut on 429. A quota (a cloud account's
 //!   API rate, the API server's priority-and-fairness seats) is a rate:
 //!   fewer calls in flight do not help when each answer comes back in a
-//!   millisecond. A cut sets the rate to 70 % of the rate in force, or of
-//!   what the server accepted over the last second if that is less, so the
-//!   first cut lands near the quota in one step instead of halving from a
-//!   ceiling many times (each halving costing 429s); it then grows again
-//!   additively while callers want more.
+//!   millisecond. The first cut, from the ceiling, sets the rate to 70 %
+//!   of what the server accepted over the last second, so it lands near
+//!   the quota in one step instead of halving from a ceiling many times
+//!   (each halving costing 429s); later cuts take 70 % of the rate in
+//!   force; it grows again additively while callers want more.
 //! - **Calls in flight**, cut on 5xx, timeouts and rising latency. A server
 //!   short of capacity slows down before it fails; fewer calls at once is
 //!   what relieves it. It grows by one per window of answers (TCP's
@@ -73,9 +73,9 @@ const INITIAL_IN_FLIGHT: f64 = 4.0;
 pub const RATE_FLOOR: f64 = 1.0;
 /// The fewest calls in flight a cut leaves.
 pub const IN_FLIGHT_FLOOR: f64 = 1.0;
-/// A cut sets the rate to this share of the rate in force, or of what the
-/// server accepted over the last second if that is less (the first cut,
-/// from a ceiling far above the quota). Not 0.8: what a server accepts in
+/// A cut sets the rate to this share of the rate in force, or, on the
+/// first cut from the ceiling, of what the server accepted over the last
+/// second ([`Limits::cut_base`]). Not 0.8: what a server accepts in
 /// the second before a refusal includes its burst, so 80 % of it was still
 /// above the quota (60 new VPCs on a 5/s account: 15 % of the calls
 /// refused).
@@ -195,7 +195,7 @@ impl Limits {
                     self.forget_accepted(now);
                     let accepted = self.accepted.len() as f64 / ACCEPTED_WINDOW.as_secs_f64();
                     let before = self.rate;
-                    self.rate = (self.rate.min(accepted) * RATE_BACKOFF).max(RATE_FLOOR);
+                    self.rate = (self.cut_base(accepted) * RATE_BACKOFF).max(RATE_FLOOR);
                     (before, self.rate)
                 });
                 self.cut_at(rate.is_some(), now);
@@ -229,6 +229,22 @@ impl Limits {
             self.slow_start = false;
             self.last_cut = Some(now);
             self.grown = now;
+        }
+    }
+
+    /// What a 429 cuts the rate from. At the ceiling the rate in force
+    /// says nothing of the server, and what it accepted over the last
+    /// second is the estimate (the first cut lands near the quota in one
+    /// step). Below it, the rate in force, as TCP cuts its window: one
+    /// second's count is a noisy sample (a pause, a busy machine, callers
+    /// between turns), and cutting to it at every refusal once spiralled a
+    /// 5/s account down to the floor of 1/s, a quarter of a minute's
+    /// growth below its quota.
+    fn cut_base(&self, accepted: f64) -> f64 {
+        if self.rate >= self.ceilings.rate {
+            self.rate.min(accepted)
+        } else {
+            self.rate
         }
     }
 
@@ -396,6 +412,28 @@ mod tests {
     }
 
     #[test]
+    fn a_later_429_cuts_from_the_rate_in_force_not_a_thin_second() {
+        let (mut limits, start) = limits(1_000.0, 32);
+        for i in 0..5 {
+            let now = start + MS * i;
+            limits.learn(Answer::Good, now, MS, true, now);
+        }
+        let now = start + MS * 6;
+        limits.learn(throttled(1), now, MS, true, now);
+        assert!((limits.rate() - 3.5).abs() < 1e-9);
+        // Ten seconds on, one call answered in the last second (callers
+        // between turns), then a refusal: 70 % of the 3.5/s in force.
+        let later = now + Duration::from_secs(10);
+        limits.learn(Answer::Good, later, MS, false, later);
+        let cut = limits
+            .learn(throttled(1), later, MS, true, later)
+            .expect("a cut");
+        let (before, after) = cut.rate.unwrap();
+        assert!((before - 3.5).abs() < 1e-9, "{before}");
+        assert!((after - 2.45).abs() < 1e-9, "not 70 % of 1/s: {after}");
+    }
+
+    #[test]
     fn refusals_of_calls_sent_before_a_cut_do_not_cut_again() {
         let (mut limits, start) = limits(100.0, 32);
         // 20 accepted in the last second, then a burst of refusals.
@@ -418,7 +456,7 @@ mod tests {
         }
         assert_eq!(limits.rate(), first_cut);
         // 10 accepted after the pause, then a call sent after the cut is
-        // refused: it cuts again, under what was accepted.
+        // refused: it cuts again, 70 % of the rate in force.
         let resumed = first + Duration::from_secs(1);
         for i in 0..10 {
             let now = resumed + MS * (10 * i);
@@ -429,8 +467,8 @@ mod tests {
         let (before, after) = cut.rate.unwrap();
         assert!(before > first_cut, "grown back meanwhile: {before}");
         assert!(
-            (after - 7.0).abs() < 1e-9,
-            "70 % of the 10 accepted: {after}"
+            (after - before * 0.7).abs() < 1e-9,
+            "70 % of the {before}/s in force: {after}"
         );
     }
 

@@ -11,44 +11,52 @@
 //!
 //! Reconciles ask before they call ([`Pacer::admit`]): while a server is
 //! paused, or its rate is booked further ahead than [`ADMIT_SLACK`], the
-//! reconcile ends at once with an appointment instead of waiting in flight,
-//! so a throttled account does not fill the queue with reconciles that can
-//! only wait, and resources of other servers go on. Appointments are
-//! spaced at the server's current rate, so deferred resources come back at
-//! the pace it accepts, first deferred first.
+//! reconcile ends at once instead of waiting in flight, and its object
+//! joins the server's line, so a throttled account does not fill the
+//! reconcile queue with reconciles that can only wait, and resources of
+//! other servers go on. The pacer wakes the objects in line, first come
+//! first served, each with a start reserved on the same schedule as every
+//! other call, at the pace the server accepts now: a line booked while the
+//! rate was low is not held to that rate once it grows back, and a woken
+//! object's start cannot be taken by a newcomer.
 
 mod limits;
 
 pub use limits::{Answer, Ceilings, Cut, MAX_PAUSE};
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::Notify;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::info;
 
 use crate::metrics::{Metrics, PacingAnswerLabels, PacingLabels};
+use crate::rate_limit::Wake;
 use limits::Limits;
 
 /// The name of the API server's pacer, in metrics and logs.
 pub const KUBE_APISERVER: &str = "kube-apiserver";
 
-/// A reconcile whose first call would wait longer than this is deferred to
-/// an appointment instead of waiting in flight.
+/// A reconcile whose first call would wait longer than this joins its
+/// server's line instead of waiting in flight.
 pub const ADMIT_SLACK: Duration = Duration::from_millis(250);
 
-/// Appointments are spaced this many calls apart at the server's rate:
-/// one, the least a reconcile that calls makes, so the rate is never left
-/// unused; a reconcile that makes a second call waits for its slot in
-/// flight, and one woken when slots are booked is deferred again, to the
-/// back, at no cost to the server.
-const CALLS_PER_APPOINTMENT: f64 = 1.0;
+/// A deferred reconcile comes back after its estimated turn plus this
+/// even if its wake never comes: the wake is what brings it back, this
+/// only bounds the cost of a wake lost with a stopped controller's queue.
+const WAKE_SAFETY_NET: Duration = Duration::from_secs(10);
+
+/// How long a start reserved for a woken object stays its own: the woken
+/// reconcile takes it within milliseconds, or seconds behind the reconcile
+/// cap; one older than this belonged to an object deleted meanwhile.
+const GRANT_TTL: Duration = Duration::from_secs(60);
 
 /// How far ahead of the schedule calls may start at once: one second's
 /// worth of the rate, so a pause's end or an idle server is not paced at
@@ -142,13 +150,25 @@ pub struct Deferral {
     pub message: String,
 }
 
-/// One server's limits and the calls waiting for them.
+/// One server's limits, the calls waiting for them, and the line of
+/// reconciles deferred until the server can take them.
 pub struct Pacer {
     server: String,
     state: Mutex<State>,
     /// Raised when a call ends or a limit changes.
     freed: Notify,
+    /// Raised when an object joins the line.
+    joined: Notify,
+    /// Wakes the objects in line at the server's pace; started when the
+    /// first one joins.
+    dispatcher: OnceLock<JoinHandle<()>>,
     metrics: ServerMetrics,
+}
+
+/// An object in a server's line, and what starts its next reconcile.
+struct Waiter {
+    key: String,
+    wake: Wake,
 }
 
 struct State {
@@ -156,19 +176,18 @@ struct State {
     in_flight: usize,
     /// The schedule's next start (GCRA's theoretical arrival time).
     next_slot: Instant,
-    /// The next free appointment for a deferred reconcile.
-    next_appointment: Instant,
     /// Pauses so far: a reservation made before the latest one is void.
     epoch: u64,
     /// What the server last pushed back with, for deferral messages.
     pushback: Option<&'static str>,
-    /// When a reconcile was last deferred: callers want more than the
-    /// rate gives, though none of them waits in flight.
-    deferred_at: Option<Instant>,
+    /// Objects deferred and not yet woken, first come first served.
+    line: VecDeque<Waiter>,
+    /// Their keys: an object waits once, however often it is reconciled
+    /// meanwhile.
+    queued: HashSet<String>,
+    /// Starts reserved for woken objects, until their reconcile takes them.
+    granted: HashMap<String, Ticket>,
 }
-
-/// A deferral this recent still counts as callers wanting more.
-const DEMAND_MEMORY: Duration = Duration::from_secs(1);
 
 struct ServerMetrics {
     rate: Gauge<f64, AtomicU64>,
@@ -232,6 +251,44 @@ impl State {
             epoch: self.epoch,
         }
     }
+
+    /// Whether a call reserved now would start within [`ADMIT_SLACK`];
+    /// otherwise when to ask again. Places in flight are not asked for: a
+    /// call waits for one in flight (milliseconds on a server that
+    /// answers), and a reconcile deferred for one would cost the API server
+    /// a status write.
+    fn admits(&self, now: Instant) -> Result<(), Instant> {
+        let start = self.start(now);
+        if start.saturating_duration_since(now) > ADMIT_SLACK {
+            return Err(start - ADMIT_SLACK);
+        }
+        Ok(())
+    }
+
+    /// About how long the object at `place` in line waits for its start.
+    fn estimate(&self, place: usize, now: Instant) -> Duration {
+        self.start(now).saturating_duration_since(now) + self.interval().mul_f64(place as f64)
+    }
+
+    /// Reserves a start for the first object in line; its wake.
+    fn grant_next(&mut self, now: Instant) -> Option<Wake> {
+        let waiter = self.line.pop_front()?;
+        self.queued.remove(&waiter.key);
+        if self.granted.len() >= 1_024 {
+            self.granted
+                .retain(|_, t| now.saturating_duration_since(t.start) < GRANT_TTL);
+        }
+        let ticket = self.reserve(now);
+        self.granted.insert(waiter.key, ticket);
+        Some(waiter.wake)
+    }
+}
+
+/// What the dispatcher does next.
+enum Turn {
+    Wake(Wake),
+    Sleep(Instant),
+    AwaitJoined,
 }
 
 impl Pacer {
@@ -246,12 +303,15 @@ impl Pacer {
                 limits,
                 in_flight: 0,
                 next_slot: now,
-                next_appointment: now,
                 epoch: 0,
                 pushback: None,
-                deferred_at: None,
+                line: VecDeque::new(),
+                queued: HashSet::new(),
+                granted: HashMap::new(),
             }),
             freed: Notify::new(),
+            joined: Notify::new(),
+            dispatcher: OnceLock::new(),
             metrics,
         }
     }
@@ -274,34 +334,85 @@ impl Pacer {
         self.state.lock().expect("pacer lock")
     }
 
-    /// Whether a reconcile may call this server now: a [`Ticket`] for its
-    /// first call when that call would start within [`ADMIT_SLACK`],
-    /// otherwise a [`Deferral`] to the next free appointment.
-    pub fn admit(&self) -> Result<Ticket, Deferral> {
+    /// Whether a reconcile of the object `key` may call this server now:
+    /// a [`Ticket`] for its first call when that call would start within
+    /// [`ADMIT_SLACK`] with a place in flight free, or when the object was
+    /// woken from the line with a start reserved. Otherwise the object
+    /// joins the line (once; `wake` makes what starts its next reconcile
+    /// when its turn comes) and the answer is a [`Deferral`].
+    pub fn admit(
+        self: &Arc<Self>,
+        key: &str,
+        wake: impl FnOnce() -> Wake,
+    ) -> Result<Ticket, Deferral> {
         let mut state = self.lock();
         let now = Instant::now();
-        let start = state.start(now);
-        if start.saturating_duration_since(now) <= ADMIT_SLACK {
-            return Ok(state.reserve(now));
-        }
-        state.deferred_at = Some(now);
-        let appointment = state.next_appointment.max(start);
-        state.next_appointment = appointment + state.interval().mul_f64(CALLS_PER_APPOINTMENT);
+        let place = match state.granted.remove(key) {
+            Some(ticket) if ticket.epoch == state.epoch => return Ok(ticket),
+            // A pause voided the start it was woken for: first in line.
+            Some(_) if state.admits(now).is_ok() => return Ok(state.reserve(now)),
+            Some(_) => {
+                state.queued.insert(key.to_owned());
+                state.line.push_front(Waiter {
+                    key: key.to_owned(),
+                    wake: wake(),
+                });
+                0
+            }
+            None if state.queued.contains(key) => {
+                state.line.iter().position(|w| w.key == key).unwrap_or(0)
+            }
+            None if state.line.is_empty() && state.admits(now).is_ok() => {
+                return Ok(state.reserve(now));
+            }
+            None => {
+                state.queued.insert(key.to_owned());
+                state.line.push_back(Waiter {
+                    key: key.to_owned(),
+                    wake: wake(),
+                });
+                state.line.len() - 1
+            }
+        };
+        let after = state.estimate(place, now) + WAKE_SAFETY_NET;
         let message = self.waiting_message(state.pushback);
         drop(state);
         self.metrics.deferred.inc();
-        Err(Deferral {
-            after: appointment.saturating_duration_since(now),
-            message,
-        })
+        self.dispatcher
+            .get_or_init(|| tokio::spawn(self.clone().dispatch()));
+        self.joined.notify_one();
+        Err(Deferral { after, message })
+    }
+
+    /// Wakes the objects in line, first come first served, each with a
+    /// start reserved, as the schedule allows.
+    async fn dispatch(self: Arc<Self>) {
+        loop {
+            let joined = self.joined.notified();
+            tokio::pin!(joined);
+            joined.as_mut().enable();
+            let turn = {
+                let mut state = self.lock();
+                let now = Instant::now();
+                match state.admits(now) {
+                    _ if state.line.is_empty() => Turn::AwaitJoined,
+                    Ok(()) => state.grant_next(now).map_or(Turn::AwaitJoined, Turn::Wake),
+                    Err(at) => Turn::Sleep(at),
+                }
+            };
+            match turn {
+                Turn::Wake(wake) => wake(),
+                Turn::Sleep(at) => tokio::time::sleep_until(at).await,
+                Turn::AwaitJoined => joined.await,
+            }
+        }
     }
 
     fn waiting_message(&self, pushback: Option<&'static str>) -> String {
         let answered = match pushback {
             Some("throttled") => "answers 429 Too Many Requests",
-            Some("overloaded") => "answers 5xx or does not answer in time",
-            Some(_) => "answers slowly",
-            None => "is busy",
+            Some(_) => "answers 5xx or does not answer in time",
+            None => "takes calls at the most this provider allows it",
         };
         format!(
             "waiting for {}, which {answered}: this resource's calls wait their turn at the pace it accepts",
@@ -355,7 +466,7 @@ impl Pacer {
         let began = Instant::now();
         let mut ticket = ticket;
         let mut waited = false;
-        loop {
+        let wanted = loop {
             let reserved = {
                 let mut state = self.lock();
                 match ticket.take().filter(|t| t.epoch == state.epoch) {
@@ -367,25 +478,29 @@ impl Pacer {
                 waited = true;
                 tokio::time::sleep_until(reserved.start).await;
             }
-            // A pause that began meanwhile voids the reservation.
-            if self.lock().epoch == reserved.epoch {
-                break;
-            }
-        }
-        let wanted = loop {
-            let freed = self.freed.notified();
-            tokio::pin!(freed);
-            freed.as_mut().enable();
-            {
-                let mut state = self.lock();
-                let limit = state.limits.in_flight();
-                if state.in_flight < limit {
-                    state.in_flight += 1;
-                    break waited || state.in_flight * 2 >= limit;
+            let wanted = loop {
+                let freed = self.freed.notified();
+                tokio::pin!(freed);
+                freed.as_mut().enable();
+                {
+                    let mut state = self.lock();
+                    let limit = state.limits.in_flight();
+                    // A pause that began meanwhile voids the reservation:
+                    // reserve again, after it.
+                    if state.epoch != reserved.epoch {
+                        break None;
+                    }
+                    if state.in_flight < limit {
+                        state.in_flight += 1;
+                        break Some(waited || state.in_flight * 2 >= limit);
+                    }
                 }
+                waited = true;
+                freed.await;
+            };
+            if let Some(wanted) = wanted {
+                break wanted;
             }
-            waited = true;
-            freed.await;
         };
         let took = began.elapsed();
         if !took.is_zero() {
@@ -399,13 +514,10 @@ impl Pacer {
         let cut = {
             let mut state = self.lock();
             state.in_flight -= 1;
-            // Deferred reconciles want the rate too, though they wait
-            // outside: without them, a rate cut while every caller is
-            // deferred would never grow back.
-            let deferring = state
-                .deferred_at
-                .is_some_and(|at| now.saturating_duration_since(at) < DEMAND_MEMORY);
-            let wanted = wanted || deferring;
+            // Objects in line want the rate too, though they wait outside:
+            // without them, a rate cut while every caller is deferred would
+            // never grow back.
+            let wanted = wanted || !state.line.is_empty();
             let cut = state.limits.learn(
                 answer,
                 sent,
@@ -414,7 +526,11 @@ impl Pacer {
                 now,
             );
             if let Some(cut) = &cut {
-                state.pushback = Some(cut.reason);
+                // What defers reconciles: a rate cut or a pause, never a
+                // latency cut (that one bounds calls in flight only).
+                if cut.rate.is_some() || cut.pause.is_some() {
+                    state.pushback = Some(cut.reason);
+                }
                 if cut.pause.is_some() {
                     state.epoch += 1;
                     if let Some(until) = state.limits.paused_until(now) {
@@ -505,6 +621,37 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_call_waiting_for_a_place_in_flight_waits_out_a_pause_begun_meanwhile() {
+        // One call in flight at a time: the second waits for the first's
+        // place, and the first's answer is a 429 asking for 2 s.
+        let (pacer, metrics) = pacer(100.0, 1);
+        let pacer = Arc::new(pacer);
+        let start = Instant::now();
+        let first = {
+            let pacer = pacer.clone();
+            tokio::spawn(async move {
+                let refused = async {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    Err(429)
+                };
+                pacer.run_once(None, refused, classify).await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let sent = std::sync::Mutex::new(None);
+        let call = async {
+            *sent.lock().unwrap() = Some(start.elapsed());
+            Ok(())
+        };
+        pacer.run_once(None, call, classify).await.unwrap();
+        assert_eq!(first.await.unwrap(), Err(429));
+        let sent = sent.lock().unwrap().unwrap();
+        assert!(sent >= Duration::from_millis(2_100), "sent at {sent:?}");
+        let answers = |a| metrics.total_with("provider_pacing_answers_total", &[("answer", a)]);
+        assert_eq!((answers("throttled"), answers("good")), (1.0, 1.0));
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_second_refusal_is_returned_not_retried_again() {
         let (pacer, _metrics) = pacer(100.0, 8);
         let attempts = AtomicUsize::new(0);
@@ -575,60 +722,111 @@ mod tests {
         let _ = pacer.run_once(None, async { Err(429) }, classify).await;
     }
 
+    /// Where the tests' wakes report: the key woken.
+    type Woken = tokio::sync::mpsc::UnboundedSender<String>;
+
+    fn wake(tx: &Woken, key: &str) -> impl FnOnce() -> Wake {
+        let (tx, key) = (tx.clone(), key.to_owned());
+        move || Box::new(move || drop(tx.send(key)))
+    }
+
+    fn never_woken() -> Wake {
+        panic!("admitted at once, never in line")
+    }
+
     #[tokio::test(start_paused = true)]
-    async fn a_paused_server_defers_reconciles_to_appointments_at_its_pace() {
+    async fn a_paused_server_lines_reconciles_up_and_wakes_them_in_turn_at_its_pace() {
         let (pacer, metrics) = pacer(100.0, 8);
+        let pacer = Arc::new(pacer);
+        let began = Instant::now();
         // Ten calls accepted, then a refusal: the rate is cut to 7/s and
         // every caller paused for 2 s.
         accept_then_refuse(&pacer, 10).await;
         assert!((pacer.rate() - 7.0).abs() < 1e-9, "{}", pacer.rate());
-        let deferrals: Vec<Deferral> = (0..4).map(|_| pacer.admit().unwrap_err()).collect();
-        // The first at the pause's end, the next one call (1/7 s) apart.
-        let after: Vec<u128> = deferrals.iter().map(|d| d.after.as_millis()).collect();
-        assert_eq!(after, [2_000, 2_142, 2_285, 2_428]);
-        assert!(
-            deferrals[0].message.contains("cloud-a, which answers 429"),
-            "{}",
-            deferrals[0].message
+        let (tx, mut woken) = tokio::sync::mpsc::unbounded_channel();
+        let keys: Vec<String> = (0..10).map(|i| format!("vpc-{i}")).collect();
+        for key in &keys {
+            let deferral = pacer.admit(key, wake(&tx, key)).unwrap_err();
+            assert!(
+                deferral.message.contains("cloud-a, which answers 429"),
+                "{}",
+                deferral.message
+            );
+        }
+        // Asking again while in line neither joins it twice nor jumps it.
+        pacer.admit("vpc-3", never_woken).unwrap_err();
+        assert_eq!(metrics.total("provider_pacing_deferred_total"), 11.0);
+        // What the line's wakes will bring back comes first: an object that
+        // waits in line is not admitted before its turn.
+        pacer.admit("vpc-0", never_woken).unwrap_err();
+        // Woken first come, first served, each with its start reserved:
+        // the pause's end and a second's burst at 7/s, then 1/7 s apart.
+        let mut starts = Vec::new();
+        for key in &keys {
+            assert_eq!(woken.recv().await.as_ref(), Some(key));
+            let ticket = pacer.admit(key, never_woken).expect("its turn");
+            starts.push(ticket.start.duration_since(began).as_millis());
+        }
+        assert_eq!(
+            starts,
+            [
+                2_000, 2_000, 2_000, 2_000, 2_000, 2_000, 2_000, 2_000, 2_142, 2_285
+            ]
         );
-        assert_eq!(metrics.total("provider_pacing_deferred_total"), 4.0);
-        // At the pause's end, a reconcile is admitted with a ticket.
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        let ticket = pacer.admit().expect("admitted");
-        let start = Instant::now();
+        // A woken reconcile's first call goes out at its reserved start.
+        let (tx2, mut woken2) = tokio::sync::mpsc::unbounded_channel();
+        pacer.admit("late", wake(&tx2, "late")).unwrap_err();
+        woken2.recv().await.unwrap();
+        let ticket = pacer.admit("late", never_woken).expect("its turn");
         pacer
             .run_once(Some(ticket), async { Ok(()) }, classify)
             .await
             .unwrap();
-        assert_eq!(start.elapsed(), Duration::ZERO);
+        // To the timer's millisecond.
+        let late = Instant::now().duration_since(ticket.start);
+        assert!(late < Duration::from_millis(1), "{late:?}");
     }
 
     #[tokio::test(start_paused = true)]
-    async fn deferred_reconciles_count_as_demand_and_the_rate_grows_back() {
+    async fn a_line_keeps_the_rate_wanted_and_it_grows_back() {
         let (pacer, _metrics) = pacer(100.0, 64);
+        let pacer = Arc::new(pacer);
         accept_then_refuse(&pacer, 5).await;
         assert!((pacer.rate() - 3.5).abs() < 1e-9, "{}", pacer.rate());
-        // For ten seconds, reconciles are admitted or deferred, never
-        // waiting in flight; the calls that go out find a free slot.
+        // Twenty objects, each calling again as soon as its call is
+        // answered: they are admitted or lined up, never waiting in flight.
+        let (tx, mut woken) = tokio::sync::mpsc::unbounded_channel();
+        for i in 0..20 {
+            tx.send(format!("vpc-{i}")).unwrap();
+        }
         let start = Instant::now();
+        let mut calls = 0;
         while start.elapsed() < Duration::from_secs(12) {
-            match pacer.admit() {
-                Ok(ticket) => pacer
+            let key = woken.recv().await.unwrap();
+            if let Ok(ticket) = pacer.admit(&key, wake(&tx, &key)) {
+                pacer
                     .run_once(Some(ticket), async { Ok(()) }, classify)
                     .await
-                    .unwrap(),
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                    .unwrap();
+                calls += 1;
+                tx.send(key).unwrap();
             }
         }
         // +0.2/s a second for the ten seconds after the pause.
         assert!(pacer.rate() > 5.0, "{}", pacer.rate());
+        // At the rate in force: about 3.5 + 5 a second over ten seconds,
+        // after the pause's one-second burst.
+        assert!((40..=60).contains(&calls), "{calls} calls");
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_healthy_server_admits_at_once() {
         let (pacer, metrics) = pacer(1_000.0, 64);
-        for _ in 0..500 {
-            let ticket = pacer.admit().expect("admitted");
+        let pacer = Arc::new(pacer);
+        for i in 0..500 {
+            let ticket = pacer
+                .admit(&format!("vpc-{i}"), never_woken)
+                .expect("admitted");
             pacer
                 .run_once(Some(ticket), async { Ok(()) }, classify)
                 .await
