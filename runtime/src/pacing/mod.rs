@@ -58,6 +58,9 @@ const WAKE_SAFETY_NET: Duration = Duration::from_secs(10);
 /// cap; one older than this belonged to an object deleted meanwhile.
 const GRANT_TTL: Duration = Duration::from_secs(60);
 
+/// Below this many reserved starts, none are dropped.
+const PRUNE_FLOOR: usize = 1_024;
+
 /// How far ahead of the schedule calls may start at once: one second's
 /// worth of the rate, so a pause's end or an idle server is not paced at
 /// first.
@@ -187,6 +190,8 @@ struct State {
     queued: HashSet<String>,
     /// Starts reserved for woken objects, until their reconcile takes them.
     granted: HashMap<String, Ticket>,
+    /// The size of `granted` at which stale starts are next dropped.
+    prune_at: usize,
 }
 
 struct ServerMetrics {
@@ -274,9 +279,10 @@ impl State {
     fn grant_next(&mut self, now: Instant) -> Option<Wake> {
         let waiter = self.line.pop_front()?;
         self.queued.remove(&waiter.key);
-        if self.granted.len() >= 1_024 {
+        if self.granted.len() >= self.prune_at.max(PRUNE_FLOOR) {
             self.granted
                 .retain(|_, t| now.saturating_duration_since(t.start) < GRANT_TTL);
+            self.prune_at = self.granted.len() * 2;
         }
         let ticket = self.reserve(now);
         self.granted.insert(waiter.key, ticket);
@@ -308,6 +314,7 @@ impl Pacer {
                 line: VecDeque::new(),
                 queued: HashSet::new(),
                 granted: HashMap::new(),
+                prune_at: 0,
             }),
             freed: Notify::new(),
             joined: Notify::new(),
@@ -335,9 +342,9 @@ impl Pacer {
     }
 
     /// Whether a reconcile of the object `key` may call this server now:
-    /// a [`Ticket`] for its first call when that call would start within
-    /// [`ADMIT_SLACK`] with a place in flight free, or when the object was
-    /// woken from the line with a start reserved. Otherwise the object
+    /// a [`Ticket`] for its first call when nobody is in line and that call
+    /// would start within [`ADMIT_SLACK`], or when the object was woken
+    /// from the line with a start reserved. Otherwise the object
     /// joins the line (once; `wake` makes what starts its next reconcile
     /// when its turn comes) and the answer is a [`Deferral`].
     pub fn admit(
@@ -359,9 +366,8 @@ impl Pacer {
                 });
                 0
             }
-            None if state.queued.contains(key) => {
-                state.line.iter().position(|w| w.key == key).unwrap_or(0)
-            }
+            // Already in line: at most this far back.
+            None if state.queued.contains(key) => state.line.len(),
             None if state.line.is_empty() && state.admits(now).is_ok() => {
                 return Ok(state.reserve(now));
             }
