@@ -521,8 +521,11 @@ impl Pacer {
             let mut state = self.lock();
             state.in_flight -= 1;
             // Objects in line want the rate too, though they wait outside:
-            // without them, a rate cut while every caller is deferred would
-            // never grow back.
+            // a woken object whose reserved start has passed when its call
+            // goes out (it waited behind the reconcile cap) waits for
+            // nothing, and without the line would not count as wanting
+            // more. (The unit tests' woken calls wait for their starts, so
+            // they grow the rate without this.)
             let wanted = wanted || !state.line.is_empty();
             let cut = state.limits.learn(
                 answer,
@@ -794,7 +797,7 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_line_keeps_the_rate_wanted_and_it_grows_back() {
+    async fn a_cut_rate_grows_back_while_objects_wait_in_line_for_their_starts() {
         let (pacer, _metrics) = pacer(100.0, 64);
         let pacer = Arc::new(pacer);
         accept_then_refuse(&pacer, 5).await;
