@@ -63,6 +63,7 @@ pub mod reconcile;
 pub mod references;
 pub mod requests;
 pub mod session;
+mod turns;
 
 pub use backoff::{Backoff, Intent};
 pub use cluster::{Cluster, KubeCluster};

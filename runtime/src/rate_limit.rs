@@ -3,12 +3,11 @@
 //! so that the sum over all kinds stays under it, and of reconciles in
 //! flight, which follows the API server's pacing ([`crate::pacing`]).
 //!
-//! Both pace with a GCRA-style schedule: each start reserves the next slot
-//! on a virtual schedule spaced `1/rate` apart, with up to one second of
-//! burst, so a cold start with many objects is not paced at first and a
-//! storm is capped. Hand-written because the schedule is a dozen lines.
+//! The rate is paced with the GCRA-style schedule the pacers use too
+//! (`turns::Schedule`), with up to one second of burst, so a cold start
+//! with many objects is not paced at first and a storm is capped; deferred
+//! objects wait in a line of the kind the pacers keep (`turns::Line`).
 
-use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -19,54 +18,12 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::metrics::{LaneLabels, Metrics};
+use crate::turns::{Line, Schedule};
 
-pub struct RateLimiter {
-    interval: Duration,
-    burst: Duration,
-    /// The theoretical arrival time of the next reconcile.
-    next: Mutex<Instant>,
-}
+pub use crate::turns::Wake;
 
-impl RateLimiter {
-    /// A limiter allowing `per_second` starts a second (at least 1).
-    pub fn new(per_second: u32) -> Self {
-        let per_second = per_second.max(1);
-        Self {
-            interval: Duration::from_secs(1) / per_second,
-            burst: Duration::from_secs(1),
-            next: Mutex::new(Instant::now()),
-        }
-    }
-
-    /// Reserves the next slot and returns how long until it starts; with
-    /// `only_if_free`, reserves nothing (`None`) unless it starts now.
-    fn reserve(&self, only_if_free: bool) -> Option<Duration> {
-        let mut next = self.next.lock().expect("rate lock");
-        let now = Instant::now();
-        let start = (*next).max(now);
-        let wait = start.saturating_duration_since(now + self.burst);
-        if only_if_free && !wait.is_zero() {
-            return None;
-        }
-        *next = start + self.interval;
-        Some(wait)
-    }
-
-    /// Takes a slot if one is free now, without waiting.
-    fn try_acquire(&self) -> bool {
-        self.reserve(true).is_some()
-    }
-
-    /// Waits until this caller may start.
-    pub async fn acquire(&self) {
-        let wait = self.reserve(false).unwrap_or_default();
-        if !wait.is_zero() {
-            tokio::time::sleep(wait).await;
-        }
-    }
-}
-
-/// Which queue a reconcile waits in for [`LaneLimiter`].
+/// Which queue a reconcile waits in for [`LaneLimiter`]; in that order,
+/// the lanes of its line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lane {
     /// The periodic look at a resource that is Ready, Synced and observed
@@ -108,10 +65,6 @@ impl LaneMetrics {
         }
     }
 }
-
-/// Starts a deferred object's reconcile again once its slot comes; in the
-/// provider, a send to its controller's trigger stream.
-pub type Wake = Box<dyn FnOnce() + Send>;
 
 /// What [`LaneLimiter::admit`] decided for one reconcile.
 pub enum Admission {
@@ -164,7 +117,6 @@ pub struct LaneLimiter {
 }
 
 struct Shared {
-    rate: RateLimiter,
     /// At most this many reconciles in flight, asked afresh for every
     /// slot: the API server's pacing moves it ([`LaneLimiter::in_flight_by`]).
     max_in_flight: Box<dyn Fn() -> usize + Send + Sync>,
@@ -173,8 +125,8 @@ struct Shared {
     joined: Notify,
     /// Raised when a reconcile in flight ends.
     finished: Notify,
-    poll: LaneMetrics,
-    work: LaneMetrics,
+    /// By [`Lane`], in its order.
+    lanes: [LaneMetrics; 2],
 }
 
 impl Shared {
@@ -185,93 +137,37 @@ impl Shared {
             shared: self.clone(),
         })
     }
-
-    fn metrics(&self, lane: Lane) -> &LaneMetrics {
-        match lane {
-            Lane::Poll => &self.poll,
-            Lane::Work => &self.work,
-        }
-    }
 }
 
-struct Waiter {
-    key: String,
-    wake: Wake,
-}
-
-/// How long a slot handed to an object stays its own. The woken reconcile
-/// takes it within milliseconds; a slot older than this belonged to an
-/// object deleted meanwhile, and is dropped.
-const GRANT_TTL: Duration = Duration::from_secs(60);
-
-/// Below this many outstanding slots, none are pruned.
-const PRUNE_FLOOR: usize = 1_024;
-
-#[derive(Default)]
 struct Queues {
-    poll: VecDeque<Waiter>,
-    work: VecDeque<Waiter>,
-    /// The lane served last: the other goes first when both wait.
-    last: Option<Lane>,
-    /// The keys in either queue: an object waits once, however many
-    /// reconciles it is handed to meanwhile.
-    queued: HashSet<String>,
-    /// Objects whose slot has come, and when: their next reconcile goes on.
-    granted: HashMap<String, Instant>,
-    /// The size of `granted` at which stale slots are next dropped.
-    prune_at: usize,
+    /// The rate's schedule.
+    rate: Schedule,
+    /// Objects waiting for a slot, in their [`Lane`]s, and the slots handed
+    /// to them (when, for their age) until their reconcile takes them.
+    line: Line<Instant, 2>,
     /// Reconciles admitted and not yet ended.
     in_flight: usize,
-}
-
-impl Queues {
-    fn is_empty(&self) -> bool {
-        self.poll.is_empty() && self.work.is_empty()
-    }
-
-    /// The next waiter and its lane: alternating while both lanes wait.
-    fn pop(&mut self) -> Option<(Lane, Waiter)> {
-        let lane = match (self.poll.is_empty(), self.work.is_empty()) {
-            (true, true) => return None,
-            (false, true) => Lane::Poll,
-            (true, false) => Lane::Work,
-            (false, false) if self.last == Some(Lane::Poll) => Lane::Work,
-            (false, false) => Lane::Poll,
-        };
-        self.last = Some(lane);
-        let waiter = match lane {
-            Lane::Poll => self.poll.pop_front(),
-            Lane::Work => self.work.pop_front(),
-        }?;
-        self.queued.remove(&waiter.key);
-        Some((lane, waiter))
-    }
-
-    /// Records that `key`'s slot has come.
-    fn grant(&mut self, key: String) {
-        let now = Instant::now();
-        if self.granted.len() >= self.prune_at.max(PRUNE_FLOOR) {
-            self.granted
-                .retain(|_, at| now.saturating_duration_since(*at) < GRANT_TTL);
-            self.prune_at = self.granted.len() * 2;
-        }
-        self.granted.insert(key, now);
-    }
 }
 
 impl LaneLimiter {
     /// A cap of `per_second` reconciles a second (at least 1), both lanes
     /// together, and as many in flight at once; counted in `metrics`.
     pub fn new(per_second: u32, metrics: &Metrics) -> Self {
+        let per_second = per_second.max(1);
         Self {
             shared: Arc::new(Shared {
-                rate: RateLimiter::new(per_second),
-                max_in_flight: Box::new(move || per_second.max(1) as usize),
-                queues: Mutex::default(),
+                max_in_flight: Box::new(move || per_second as usize),
+                queues: Mutex::new(Queues {
+                    rate: Schedule::new(Duration::from_secs(1) / per_second, Instant::now()),
+                    line: Line::default(),
+                    in_flight: 0,
+                }),
                 joined: Notify::new(),
                 finished: Notify::new(),
-                poll: LaneMetrics::new(metrics, Lane::Poll),
-                work: LaneMetrics::new(metrics, Lane::Work),
+                lanes: [
+                    LaneMetrics::new(metrics, Lane::Poll),
+                    LaneMetrics::new(metrics, Lane::Work),
+                ],
             }),
             dispatcher: OnceLock::new(),
         }
@@ -294,31 +190,25 @@ impl LaneLimiter {
     /// Otherwise the object is queued (once, with the wake `wake` makes)
     /// and the answer is [`Admission::Later`].
     pub fn admit(&self, key: &str, lane: Lane, wake: impl FnOnce() -> Wake) -> Admission {
+        let lane = lane as usize;
         {
             let mut queues = self.shared.queues.lock().expect("queues lock");
-            if queues.granted.remove(key).is_some() {
+            if queues.line.take(key).is_some() {
                 return self.shared.permit(&mut queues);
             }
-            if queues.queued.contains(key) {
+            // Nobody in line, this object included, a place in flight and a
+            // slot free now.
+            if queues.line.is_empty()
+                && queues.in_flight < (self.shared.max_in_flight)()
+                && queues.rate.try_reserve(Instant::now())
+            {
+                self.shared.lanes[lane].slots.inc();
+                return self.shared.permit(&mut queues);
+            }
+            if !queues.line.join(lane, key, wake) {
                 return Admission::Later;
             }
-            if queues.is_empty()
-                && queues.in_flight < (self.shared.max_in_flight)()
-                && self.shared.rate.try_acquire()
-            {
-                self.shared.metrics(lane).slots.inc();
-                return self.shared.permit(&mut queues);
-            }
-            let waiter = Waiter {
-                key: key.to_owned(),
-                wake: wake(),
-            };
-            queues.queued.insert(waiter.key.clone());
-            match lane {
-                Lane::Poll => queues.poll.push_back(waiter),
-                Lane::Work => queues.work.push_back(waiter),
-            }
-            self.shared.metrics(lane).waiting.inc();
+            self.shared.lanes[lane].waiting.inc();
         }
         self.dispatcher
             .get_or_init(|| tokio::spawn(dispatch(self.shared.clone())));
@@ -339,26 +229,27 @@ impl Drop for LaneLimiter {
 /// object, while fewer than the cap are in flight, and wakes it.
 async fn dispatch(shared: Arc<Shared>) {
     loop {
-        while shared.queues.lock().expect("queues lock").is_empty() {
+        while shared.queues.lock().expect("queues lock").line.is_empty() {
             shared.joined.notified().await;
         }
         while shared.queues.lock().expect("queues lock").in_flight >= (shared.max_in_flight)() {
             shared.finished.notified().await;
         }
-        shared.rate.acquire().await;
+        let now = Instant::now();
+        let start = shared.queues.lock().expect("queues lock").rate.reserve(now);
+        if start > now {
+            tokio::time::sleep_until(start).await;
+        }
         let next = {
+            let now = Instant::now();
             let mut queues = shared.queues.lock().expect("queues lock");
-            let next = queues.pop();
-            if let Some((_, waiter)) = &next {
-                queues.grant(waiter.key.clone());
-            }
-            next
+            queues.line.grant_next(now, now)
         };
-        if let Some((lane, waiter)) = next {
-            let metrics = shared.metrics(lane);
+        if let Some((lane, wake)) = next {
+            let metrics = &shared.lanes[lane];
             metrics.waiting.dec();
             metrics.slots.inc();
-            (waiter.wake)();
+            wake();
         }
     }
 }
@@ -384,7 +275,14 @@ mod tests {
     ) {
         let limiter = LaneLimiter::new(per_second, metrics);
         let mut free = 0;
-        while limiter.shared.rate.try_acquire() {
+        while limiter
+            .shared
+            .queues
+            .lock()
+            .unwrap()
+            .rate
+            .try_reserve(Instant::now())
+        {
             free += 1;
         }
         assert_eq!(free, per_second + 1, "one second of burst, both ends in");
@@ -555,25 +453,5 @@ mod tests {
             limiter.admit("next", Lane::Work, || panic!("not queued again")),
             Admission::Now(_)
         ));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn allows_a_one_second_burst_then_paces() {
-        let limiter = RateLimiter::new(10);
-        let start = Instant::now();
-        for _ in 0..10 {
-            limiter.acquire().await;
-        }
-        assert!(
-            start.elapsed() < Duration::from_millis(5),
-            "burst was paced"
-        );
-        for _ in 0..20 {
-            limiter.acquire().await;
-        }
-        // 30 acquisitions at 10/s with a 1 s burst: the last one starts near 2 s.
-        let elapsed = start.elapsed();
-        assert!(elapsed >= Duration::from_millis(1_900), "{elapsed:?}");
-        assert!(elapsed <= Duration::from_millis(2_100), "{elapsed:?}");
     }
 }

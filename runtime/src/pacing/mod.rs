@@ -24,7 +24,7 @@ mod limits;
 
 pub use limits::{Answer, Ceilings, Cut, MAX_PAUSE};
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -38,7 +38,7 @@ use tokio::time::Instant;
 use tracing::info;
 
 use crate::metrics::{Metrics, PacingAnswerLabels, PacingLabels};
-use crate::rate_limit::Wake;
+use crate::turns::{Line, Schedule, Wake};
 use limits::Limits;
 
 /// The name of the API server's pacer, in metrics and logs.
@@ -52,19 +52,6 @@ pub const ADMIT_SLACK: Duration = Duration::from_millis(250);
 /// even if its wake never comes: the wake is what brings it back, this
 /// only bounds the cost of a wake lost with a stopped controller's queue.
 const WAKE_SAFETY_NET: Duration = Duration::from_secs(10);
-
-/// How long a start reserved for a woken object stays its own: the woken
-/// reconcile takes it within milliseconds, or seconds behind the reconcile
-/// cap; one older than this belonged to an object deleted meanwhile.
-const GRANT_TTL: Duration = Duration::from_secs(60);
-
-/// Below this many reserved starts, none are dropped.
-const PRUNE_FLOOR: usize = 1_024;
-
-/// How far ahead of the schedule calls may start at once: one second's
-/// worth of the rate, so a pause's end or an idle server is not paced at
-/// first.
-const BURST: Duration = Duration::from_secs(1);
 
 /// Every server's pacer, made on first use.
 pub struct Pacers {
@@ -109,6 +96,13 @@ pub struct Ticket {
     start: Instant,
     /// The pause count when it was reserved: a pause since voids it.
     epoch: u64,
+}
+
+/// A start reserved for a woken object ages from the start itself.
+impl crate::turns::Turn for Ticket {
+    fn at(&self) -> Instant {
+        self.start
+    }
 }
 
 /// How one reconcile's calls to its cloud server are paced: the server's
@@ -168,30 +162,19 @@ pub struct Pacer {
     metrics: ServerMetrics,
 }
 
-/// An object in a server's line, and what starts its next reconcile.
-struct Waiter {
-    key: String,
-    wake: Wake,
-}
-
 struct State {
     limits: Limits,
     in_flight: usize,
-    /// The schedule's next start (GCRA's theoretical arrival time).
-    next_slot: Instant,
+    /// Starts at the rate in force: its interval follows `limits`.
+    schedule: Schedule,
     /// Pauses so far: a reservation made before the latest one is void.
     epoch: u64,
     /// What the server last pushed back with, for deferral messages.
     pushback: Option<&'static str>,
-    /// Objects deferred and not yet woken, first come first served.
-    line: VecDeque<Waiter>,
-    /// Their keys: an object waits once, however often it is reconciled
-    /// meanwhile.
-    queued: HashSet<String>,
-    /// Starts reserved for woken objects, until their reconcile takes them.
-    granted: HashMap<String, Ticket>,
-    /// The size of `granted` at which stale starts are next dropped.
-    prune_at: usize,
+    /// Objects deferred and not yet woken, first come first served (its
+    /// one lane, 0), and the starts reserved for woken ones until their
+    /// reconcile takes them.
+    line: Line<Ticket>,
 }
 
 struct ServerMetrics {
@@ -235,24 +218,27 @@ impl ServerMetrics {
     }
 }
 
+/// The interval between starts at `limits`' rate.
+fn interval(limits: &Limits) -> Duration {
+    Duration::from_secs_f64(1.0 / limits.rate())
+}
+
 impl State {
-    /// The interval between starts at the current rate.
-    fn interval(&self) -> Duration {
-        Duration::from_secs_f64(1.0 / self.limits.rate())
+    /// The earliest a call may start: after any pause.
+    fn earliest(&self, now: Instant) -> Instant {
+        self.limits.paused_until(now).unwrap_or(now)
     }
 
-    /// When a call reserved now would start: after any pause, and on the
-    /// schedule allowing [`BURST`] ahead.
+    /// When a call reserved now would start: after any pause, as the
+    /// schedule allows.
     fn start(&self, now: Instant) -> Instant {
-        let earliest = self.limits.paused_until(now).unwrap_or(now);
-        earliest.max(self.next_slot.checked_sub(BURST).unwrap_or(earliest))
+        self.schedule.next_start(self.earliest(now))
     }
 
     fn reserve(&mut self, now: Instant) -> Ticket {
-        let start = self.start(now);
-        self.next_slot = self.next_slot.max(start) + self.interval();
+        let earliest = self.earliest(now);
         Ticket {
-            start,
+            start: self.schedule.reserve(earliest),
             epoch: self.epoch,
         }
     }
@@ -272,21 +258,8 @@ impl State {
 
     /// About how long the object at `place` in line waits for its start.
     fn estimate(&self, place: usize, now: Instant) -> Duration {
-        self.start(now).saturating_duration_since(now) + self.interval().mul_f64(place as f64)
-    }
-
-    /// Reserves a start for the first object in line; its wake.
-    fn grant_next(&mut self, now: Instant) -> Option<Wake> {
-        let waiter = self.line.pop_front()?;
-        self.queued.remove(&waiter.key);
-        if self.granted.len() >= self.prune_at.max(PRUNE_FLOOR) {
-            self.granted
-                .retain(|_, t| now.saturating_duration_since(t.start) < GRANT_TTL);
-            self.prune_at = self.granted.len() * 2;
-        }
-        let ticket = self.reserve(now);
-        self.granted.insert(waiter.key, ticket);
-        Some(waiter.wake)
+        self.start(now).saturating_duration_since(now)
+            + self.schedule.interval().mul_f64(place as f64)
     }
 }
 
@@ -306,15 +279,12 @@ impl Pacer {
         Self {
             server: server.to_owned(),
             state: Mutex::new(State {
+                schedule: Schedule::new(interval(&limits), now),
                 limits,
                 in_flight: 0,
-                next_slot: now,
                 epoch: 0,
                 pushback: None,
-                line: VecDeque::new(),
-                queued: HashSet::new(),
-                granted: HashMap::new(),
-                prune_at: 0,
+                line: Line::default(),
             }),
             freed: Notify::new(),
             joined: Notify::new(),
@@ -354,31 +324,21 @@ impl Pacer {
     ) -> Result<Ticket, Deferral> {
         let mut state = self.lock();
         let now = Instant::now();
-        let place = match state.granted.remove(key) {
+        let place = match state.line.take(key) {
             Some(ticket) if ticket.epoch == state.epoch => return Ok(ticket),
             // A pause voided the start it was woken for: first in line.
             Some(_) if state.admits(now).is_ok() => return Ok(state.reserve(now)),
             Some(_) => {
-                state.queued.insert(key.to_owned());
-                state.line.push_front(Waiter {
-                    key: key.to_owned(),
-                    wake: wake(),
-                });
+                state.line.join_first(0, key, wake);
                 0
             }
-            // Already in line: at most this far back.
-            None if state.queued.contains(key) => state.line.len(),
+            // Nobody in line, this object included, and a start near.
             None if state.line.is_empty() && state.admits(now).is_ok() => {
                 return Ok(state.reserve(now));
             }
-            None => {
-                state.queued.insert(key.to_owned());
-                state.line.push_back(Waiter {
-                    key: key.to_owned(),
-                    wake: wake(),
-                });
-                state.line.len() - 1
-            }
+            None if state.line.join(0, key, wake) => state.line.len() - 1,
+            // Already in line: at most this far back.
+            None => state.line.len(),
         };
         let after = state.estimate(place, now) + WAKE_SAFETY_NET;
         let message = self.waiting_message(state.pushback);
@@ -402,7 +362,13 @@ impl Pacer {
                 let now = Instant::now();
                 match state.admits(now) {
                     _ if state.line.is_empty() => Turn::AwaitJoined,
-                    Ok(()) => state.grant_next(now).map_or(Turn::AwaitJoined, Turn::Wake),
+                    Ok(()) => {
+                        let ticket = state.reserve(now);
+                        match state.line.grant_next(ticket, now) {
+                            Some((_, wake)) => Turn::Wake(wake),
+                            None => Turn::AwaitJoined,
+                        }
+                    }
                     Err(at) => Turn::Sleep(at),
                 }
             };
@@ -543,10 +509,13 @@ impl Pacer {
                 if cut.pause.is_some() {
                     state.epoch += 1;
                     if let Some(until) = state.limits.paused_until(now) {
-                        state.next_slot = until;
+                        state.schedule.restart_at(until);
                     }
                 }
             }
+            // Good answers grow the rate, bad ones cut it.
+            let interval = interval(&state.limits);
+            state.schedule.set_interval(interval);
             self.metrics.show(&state.limits);
             cut
         };
