@@ -17,7 +17,7 @@ use crossplane_types::{ProviderConfigKey, ProviderConfigKind};
 use futures::StreamExt;
 use kube::api::ApiResource;
 use kube::runtime::controller::Action;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::{Controller, WatchStreamExt, predicates, reflector, watcher};
 use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -83,9 +83,22 @@ pub enum ProviderConfigError {
 
 /// Runs the controller of the ProviderConfig kind `P` until `shutdown`
 /// resolves.
+///
+/// A ProviderConfig is reconciled when it appears, when its spec changes
+/// and when its deletion begins (each bumps its generation), and every
+/// [`RECOUNT_INTERVAL`]; not when its status changes. Otherwise each count
+/// written started another count at once, and while resources were being
+/// created each found a new number to write: 7 status writes in a
+/// 16-second cold start of 1,000 VPCs, where the interval allows 2.
 pub async fn run<P: ConfigKind>(ctx: Arc<Context>, kube: kube::Client, shutdown: Shutdown) {
     let api: Api<P> = Api::all(kube);
-    Controller::new(api, watcher::Config::default().any_semantic())
+    let (reader, writer) = reflector::store();
+    let changes = watcher(api, watcher::Config::default().any_semantic())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects()
+        .predicate_filter(predicates::generation, Default::default());
+    Controller::for_stream(changes, reader)
         .graceful_shutdown_on(shutdown)
         .run(reconcile::<P>, error_policy::<P>, ctx)
         .for_each(|_| async {})
