@@ -46,6 +46,22 @@ pub(crate) async fn client_from_file(path: &Path) -> Result<Client, ClusterError
     client_from(kubeconfig, path).await
 }
 
+/// The client a provider instance makes (`runtime::kube_client`, as the
+/// provider binary does) for the current context of the kubeconfig at
+/// `path`: the provider a test runs in-process talks to the API server as
+/// the deployed one does.
+pub(crate) async fn provider_client_from_file(path: &Path) -> Result<Client, ClusterError> {
+    let failed = |reason: String| ClusterError::Kubeconfig {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let kubeconfig = Kubeconfig::read_from(path).map_err(|e| failed(e.to_string()))?;
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    runtime::kube_client::build(config).map_err(|e| failed(e.to_string()))
+}
+
 /// A client for the current context of `kubeconfig` (read from `path`,
 /// named in errors).
 pub(crate) async fn client_from(

@@ -190,6 +190,8 @@ pub struct World {
     pub admin: AdminClient,
     pub metrics: Metrics,
     cloud_server: Option<Cloud>,
+    /// The in-process provider's own client, built as the binary builds it.
+    provider_kube: kube::Client,
     provider: Option<RunningProvider>,
     options: WorldOptions,
     /// The provider's poll interval plus a second: how long a scenario
@@ -225,6 +227,8 @@ impl World {
         });
         let cluster = cluster?;
         let (dir, cloud_server) = cloud_server?;
+        let provider_kube =
+            crate::kubeconfig::provider_client_from_file(cluster.kubeconfig()).await?;
         let poll_interval = provider_config(&options.provider_args)?.poll_interval;
         let cloud = CloudClient::new(cloud_server.base_url(), cloud_server.api_key());
         let admin = AdminClient::new(cloud_server.base_url(), cloud_server.admin_token());
@@ -234,6 +238,7 @@ impl World {
             cloud,
             admin,
             metrics: Metrics::new(),
+            provider_kube,
             provider: None,
             options,
             settle: poll_interval + Duration::from_secs(1),
@@ -402,7 +407,8 @@ impl World {
 
     /// Starts the provider in-process (again, after [`World::stop_provider`]).
     pub fn start_provider(&mut self) -> Result<(), WorldError> {
-        self.provider = Some(self.spawn_provider(self.kube(), self.metrics.clone())?);
+        self.provider =
+            Some(self.spawn_provider(self.provider_kube.clone(), self.metrics.clone())?);
         Ok(())
     }
 
@@ -431,7 +437,7 @@ impl World {
     /// and new pods of a rolling update) would run: its own kube client,
     /// informer caches, controllers, backoff and metrics.
     pub async fn start_replica(&self) -> Result<Replica, WorldError> {
-        let kube = crate::kubeconfig::client_from_file(self.cluster.kubeconfig()).await?;
+        let kube = crate::kubeconfig::provider_client_from_file(self.cluster.kubeconfig()).await?;
         Ok(Replica {
             running: self.spawn_provider(kube, Metrics::new())?,
         })

@@ -31,10 +31,17 @@ async fn main() -> ExitCode {
         tracing_subscriber::fmt().with_env_filter(filter).init();
     }
 
-    let kube = match kube::Client::try_default().await {
+    let kube = match kube::Config::infer().await {
+        Ok(config) => runtime::kube_client::build(config),
+        Err(error) => {
+            tracing::error!(%error, "cannot read a Kubernetes configuration (is KUBECONFIG set?)");
+            return ExitCode::FAILURE;
+        }
+    };
+    let kube = match kube {
         Ok(client) => client,
         Err(error) => {
-            tracing::error!(%error, "cannot build a Kubernetes client (is KUBECONFIG set?)");
+            tracing::error!(%error, "cannot build a Kubernetes client");
             return ExitCode::FAILURE;
         }
     };

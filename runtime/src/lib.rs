@@ -23,14 +23,16 @@
 //!   [`policy`] (what the management policies allow), [`fields`]
 //!   (initProvider merge, late-init, drift), [`plan`] (the next step),
 //!   [`requests`] (the poll-interval and reconcile-request annotations);
-//! - the Kubernetes side: [`cluster`] (the [`Cluster`] seam, on an API
-//!   server or in memory), [`events`], [`echo`] (this process's own
-//!   writes), [`leader`];
+//! - the Kubernetes side: [`kube_client`] (the client to build:
+//!   HTTP/2, no retries of its own), [`cluster`] (the [`Cluster`] seam,
+//!   on an API server or in memory), [`events`], [`echo`] (this
+//!   process's own writes), [`leader`];
 //! - the pieces of a reconcile: [`references`], [`connection`] (the
 //!   connection Secret), [`session`] (what a kind's calls can reach),
 //!   [`connect`] (ProviderConfig to client), [`kind`] (the per-kind
 //!   contract), [`error`];
-//! - pacing: [`rate_limit`], [`backoff`];
+//! - pacing: [`pacing`] (every server's, by its answers), [`rate_limit`]
+//!   (the reconcile cap), [`backoff`];
 //! - the reconciler itself, [`reconcile`], its [`controller`], and the
 //!   [`gate`] that starts controllers as CRDs come and go; [`metrics`];
 //!   [`changelog`] (change logs to Crossplane's sidecar);
@@ -52,6 +54,7 @@ pub mod events;
 pub mod fields;
 pub mod gate;
 pub mod kind;
+pub mod kube_client;
 pub mod leader;
 pub mod metrics;
 pub mod pacing;
