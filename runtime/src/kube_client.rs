@@ -51,7 +51,7 @@ const PING_TIMEOUT: Duration = Duration::from_secs(15);
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// Its TLS settings or credentials are unusable (a bad certificate, an
-    /// unreadable token file, an invalid `tls-server-name`).
+    /// unreadable token file).
     #[error("the Kubernetes configuration is unusable: {0}")]
     Config(#[from] kube::Error),
     /// Its `tls-server-name` is not a valid DNS name or IP address.
@@ -103,7 +103,9 @@ pub fn build(config: kube::Config) -> Result<kube::Client, ClientError> {
 
 type Connection = Client<HttpsConnector<HttpConnector>, Body>;
 
-/// Watches over one connection, every other request over another.
+/// Watches over one connection, every other request over another. Clone
+/// because kube's auth layer clones the service it wraps (a clone shares
+/// both connection pools).
 #[derive(Clone)]
 struct Split {
     requests: Connection,
