@@ -21,7 +21,7 @@ use crate::error::ExternalError;
 use crate::events::Recorder;
 use crate::kind::ManagedKind;
 use crate::metrics::Metrics;
-use crate::pacing::{Answer, Pacers, Pacing};
+use crate::pacing::{Answer, Deferral, Pacer, Pacers, Pacing};
 use crate::rate_limit::{LaneLimiter, Wake};
 use crate::reconcile;
 
@@ -128,46 +128,69 @@ impl Context {
         }
     }
 
-    /// Runs one call of a kind to the cloud under its server's pacing
+    /// Runs one call of a reconcile to the cloud under its server's pacing
     /// (sent again once if the server pushes back, after the pause it
-    /// asked for), counting each attempt by operation and outcome.
+    /// asked for), counting each attempt by operation and outcome; a
+    /// [`Deferral`], the call not made, when it gives way
+    /// ([`Pacing::run`]).
     pub(crate) async fn call<T, F, Fut>(
         &self,
         kind: &str,
         operation: &str,
-        pacing: &Pacing,
+        pacing: &Pacing<'_>,
+        call: F,
+    ) -> Result<Result<T, ExternalError>, Deferral>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T, ExternalError>>,
+    {
+        let counted = || self.counted(kind, operation, call());
+        pacing.run(counted, answer).await
+    }
+
+    /// As [`Self::call`], for a call outside any reconcile (a query's
+    /// listing), which waits for its start.
+    pub(crate) async fn call_unadmitted<T, F, Fut>(
+        &self,
+        kind: &str,
+        operation: &str,
+        pacer: &Pacer,
         call: F,
     ) -> Result<T, ExternalError>
     where
         F: Fn() -> Fut,
         Fut: Future<Output = Result<T, ExternalError>>,
     {
-        let counted = || {
-            let attempt = call();
-            async move {
-                let result = attempt.await;
-                let status = match &result {
-                    Ok(_) => "ok".to_owned(),
-                    Err(ExternalError::Cloud(e)) => e
-                        .status()
-                        .map_or_else(|| "error".to_owned(), |s| s.to_string()),
-                    Err(_) => "error".to_owned(),
-                };
-                self.metrics.record_cloud_call(kind, operation, &status);
-                result
-            }
-        };
-        let answer = |result: &Result<T, ExternalError>| {
-            result
-                .as_ref()
-                .err()
-                .map_or(Answer::Good, ExternalError::answer)
-        };
-        pacing
-            .pacer()
-            .run(pacing.take_ticket(), counted, answer)
-            .await
+        let counted = || self.counted(kind, operation, call());
+        pacer.run(None, counted, answer).await
     }
+
+    /// One attempt of a call, counted by operation and outcome.
+    async fn counted<T>(
+        &self,
+        kind: &str,
+        operation: &str,
+        attempt: impl Future<Output = Result<T, ExternalError>>,
+    ) -> Result<T, ExternalError> {
+        let result = attempt.await;
+        let status = match &result {
+            Ok(_) => "ok".to_owned(),
+            Err(ExternalError::Cloud(e)) => e
+                .status()
+                .map_or_else(|| "error".to_owned(), |s| s.to_string()),
+            Err(_) => "error".to_owned(),
+        };
+        self.metrics.record_cloud_call(kind, operation, &status);
+        result
+    }
+}
+
+/// What a cloud call's result says about its server's load.
+fn answer<T>(result: &Result<T, ExternalError>) -> Answer {
+    result
+        .as_ref()
+        .err()
+        .map_or(Answer::Good, ExternalError::answer)
 }
 
 /// What the reconciles of one kind's controller share: the process's

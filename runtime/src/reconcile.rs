@@ -34,7 +34,7 @@ use crate::error::{CreateFailure, ExternalError, ReconcileError};
 use crate::events::EventType;
 use crate::fields::{late_initialize, merge_init_under, without_keys};
 use crate::kind::{CloudKind, Created, ManagedKind, Observation, Readiness, non_cloud_fields};
-use crate::pacing::Pacing;
+use crate::pacing::{GiveWay, Pacing};
 use crate::plan::{
     self, CreateMarks, DeleteStep, Observed, RecordCreated, Step, delete_step, idempotency_key,
     live_step,
@@ -524,7 +524,8 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
                         .call(&self.kind, "update", &session.pacing, || {
                             self.mr.for_provider().update(&session, name, patch.clone())
                         })
-                        .await;
+                        .await
+                        .map_err(ReconcileError::Deferred)?;
                     self.change_log(OperationType::Update, Some(name), &result);
                     let accepted = result.map_err(ReconcileError::Update)?;
                     session.record(accepted).await?;
@@ -581,7 +582,8 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
                     .call(&self.kind, "delete", &session.pacing, || {
                         self.mr.for_provider().delete(&session, &name)
                     })
-                    .await;
+                    .await
+                    .map_err(ReconcileError::Deferred)?;
                 self.change_log(OperationType::Delete, Some(&name), &result);
                 result.map_err(ReconcileError::Delete)?;
                 self.event(
@@ -633,6 +635,11 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
         let claiming = external_name
             .filter(|_| self.annotation(EXTERNAL_NAME_ANNOTATION).is_none())
             .map(str::to_owned);
+        // A create that could not start soon gives way before its mark.
+        session
+            .pacing
+            .before_write()
+            .map_err(ReconcileError::Deferred)?;
         let mut pending = vec![(EXTERNAL_CREATE_PENDING_ANNOTATION, Some(now()))];
         if let Some(name) = &claiming {
             pending.push((EXTERNAL_NAME_ANNOTATION, Some(name.clone())));
@@ -654,7 +661,10 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
                     .for_provider()
                     .create(session, external_name, desired.clone(), &key)
             })
-            .await;
+            .await
+            // Not sent: the create-pending mark stays, and the next
+            // reconcile repeats the create under the same idempotency key.
+            .map_err(ReconcileError::Deferred)?;
         let named = result.as_ref().map_or(external_name, |created| {
             Some(created.external_name.as_str())
         });
@@ -1010,7 +1020,7 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
             .map_err(ReconcileError::Deferred)?;
         Ok(Session::open(
             connected.client,
-            Pacing::new(connected.pacer, ticket),
+            Pacing::new(connected.pacer, ticket, GiveWay::new(key, self.wake)),
             &*self.ctx.cluster,
             self.mr.namespace(),
             connection,
@@ -1032,6 +1042,7 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
                 self.mr.for_provider().observe(session, name)
             })
             .await
+            .map_err(ReconcileError::Deferred)?
             .map_err(ReconcileError::Observe)
     }
 

@@ -25,7 +25,7 @@ pub struct Session<'a, C> {
     /// The cloud client, of the type the provider's [`crate::Connect`] makes.
     pub cloud: C,
     /// How this reconcile's calls to the cloud are paced.
-    pub(crate) pacing: Pacing,
+    pub(crate) pacing: Pacing<'a>,
     cluster: &'a dyn Cluster,
     /// The managed resource's namespace (`None` when cluster-scoped): where
     /// a namespaced resource's Secret inputs are.
@@ -42,7 +42,7 @@ impl<'a, C> Session<'a, C> {
     /// every step of this reconcile.
     pub(crate) async fn open(
         cloud: C,
-        pacing: Pacing,
+        pacing: Pacing<'a>,
         cluster: &'a dyn Cluster,
         namespace: Option<String>,
         connection: Option<ConnectionSecret>,

@@ -114,9 +114,14 @@ pub struct Limits {
     in_flight: f64,
     /// When recent good answers came, for the accepted rate.
     accepted: VecDeque<Instant>,
-    /// The last cut: answers to calls sent before it say nothing new (the
-    /// window-of-flight rule of TCP), so one burst of refusals cuts once.
-    last_cut: Option<Instant>,
+    /// The last cut of each limit: answers to calls sent before it say
+    /// nothing new of that limit (the window-of-flight rule of TCP), so one
+    /// burst of refusals cuts once. One for each: a latency cut of calls in
+    /// flight says nothing of the rate, and must not shield the rate from
+    /// the first 429 that follows it (which once let a whole second burst
+    /// of calls through after the pause).
+    last_rate_cut: Option<Instant>,
+    last_in_flight_cut: Option<Instant>,
     /// Up to when the rate's growth is accounted.
     grown: Instant,
     paused_until: Option<Instant>,
@@ -139,7 +144,8 @@ impl Limits {
             rate: ceilings.rate,
             in_flight: (ceilings.in_flight as f64).min(INITIAL_IN_FLIGHT),
             accepted: VecDeque::new(),
-            last_cut: None,
+            last_rate_cut: None,
+            last_in_flight_cut: None,
             grown: now,
             paused_until: None,
             strikes: 0,
@@ -177,13 +183,15 @@ impl Limits {
         wanted: bool,
         now: Instant,
     ) -> Option<Cut> {
-        let fresh = self.last_cut.is_none_or(|cut| sent >= cut);
+        let after = |cut: Option<Instant>| cut.is_none_or(|cut| sent >= cut);
+        let (rate_fresh, in_flight_fresh) =
+            (after(self.last_rate_cut), after(self.last_in_flight_cut));
         match answer {
             Answer::Good => {
                 self.strikes = 0;
                 self.accepted.push_back(now);
                 self.forget_accepted(now);
-                if let Some(cut) = self.observe_latency(latency, fresh && wanted, now) {
+                if let Some(cut) = self.observe_latency(latency, in_flight_fresh && wanted, now) {
                     return Some(cut);
                 }
                 self.grow(wanted, now);
@@ -191,20 +199,12 @@ impl Limits {
             }
             Answer::Throttled { retry_after } => {
                 let pause = self.pause(retry_after, now);
-                let rate = fresh.then(|| {
-                    self.forget_accepted(now);
-                    let accepted = self.accepted.len() as f64 / ACCEPTED_WINDOW.as_secs_f64();
-                    let before = self.rate;
-                    self.rate = (self.cut_base(accepted) * RATE_BACKOFF).max(RATE_FLOOR);
-                    (before, self.rate)
-                });
-                self.cut_at(rate.is_some(), now);
+                let rate = rate_fresh.then(|| self.cut_rate(now));
                 Self::report("throttled", rate, None, pause)
             }
             Answer::Overloaded { retry_after } => {
                 let pause = self.pause(retry_after, now);
-                let in_flight = fresh.then(|| self.cut_in_flight(IN_FLIGHT_BACKOFF));
-                self.cut_at(in_flight.is_some(), now);
+                let in_flight = in_flight_fresh.then(|| self.cut_in_flight(IN_FLIGHT_BACKOFF, now));
                 Self::report("overloaded", None, in_flight, pause)
             }
         }
@@ -224,12 +224,11 @@ impl Limits {
         })
     }
 
-    fn cut_at(&mut self, cut: bool, now: Instant) {
-        if cut {
-            self.slow_start = false;
-            self.last_cut = Some(now);
-            self.grown = now;
-        }
+    /// After a cut of either limit: growth is additive from here, and
+    /// accounted from now.
+    fn cut_at(&mut self, now: Instant) {
+        self.slow_start = false;
+        self.grown = now;
     }
 
     /// What a 429 cuts the rate from. At the ceiling the rate in force
@@ -248,9 +247,22 @@ impl Limits {
         }
     }
 
-    fn cut_in_flight(&mut self, keep: f64) -> (usize, usize) {
+    /// Cuts the rate under what the server accepted ([`Self::cut_base`]).
+    fn cut_rate(&mut self, now: Instant) -> (f64, f64) {
+        self.forget_accepted(now);
+        let accepted = self.accepted.len() as f64 / ACCEPTED_WINDOW.as_secs_f64();
+        let before = self.rate;
+        self.rate = (self.cut_base(accepted) * RATE_BACKOFF).max(RATE_FLOOR);
+        self.last_rate_cut = Some(now);
+        self.cut_at(now);
+        (before, self.rate)
+    }
+
+    fn cut_in_flight(&mut self, keep: f64, now: Instant) -> (usize, usize) {
         let before = self.in_flight();
         self.in_flight = (self.in_flight * keep).max(IN_FLIGHT_FLOOR);
+        self.last_in_flight_cut = Some(now);
+        self.cut_at(now);
         (before, self.in_flight())
     }
 
@@ -292,8 +304,7 @@ impl Limits {
         if !(rising && may_cut) {
             return None;
         }
-        let in_flight = self.cut_in_flight(LATENCY_BACKOFF);
-        self.cut_at(true, now);
+        let in_flight = self.cut_in_flight(LATENCY_BACKOFF, now);
         Some(Cut {
             reason: "latency",
             rate: None,
@@ -470,6 +481,40 @@ mod tests {
             (after - before * 0.7).abs() < 1e-9,
             "70 % of the {before}/s in force: {after}"
         );
+    }
+
+    #[test]
+    fn a_latency_cut_does_not_shield_the_rate_from_the_429_that_follows() {
+        let (mut limits, start) = limits(1_000.0, 8);
+        let mut now = start;
+        for _ in 0..200 {
+            now += MS * 10;
+            limits.learn(Answer::Good, now - MS * 20, MS * 20, true, now);
+        }
+        // Answers slow down: calls in flight are cut.
+        let mut latency_cut = None;
+        while latency_cut.is_none() {
+            now += MS * 10;
+            latency_cut = limits.learn(Answer::Good, now - MS * 200, MS * 200, true, now);
+        }
+        assert_eq!(latency_cut.unwrap().reason, "latency");
+        // A call sent before that cut is refused: the rate is cut all the
+        // same, for the latency cut said nothing of it.
+        now += MS;
+        let sent = now - MS * 300;
+        let cut = limits
+            .learn(throttled(1), sent, MS, true, now)
+            .expect("a cut");
+        let (before, after) = cut.rate.expect("the rate is cut");
+        assert_eq!(before, 1_000.0);
+        assert!(after < 100.0, "{after}");
+        // The in-flight limit is still not cut twice by answers to calls
+        // sent before its cut (the 429's pause is in force: nothing new).
+        let in_flight = limits.in_flight();
+        now += MS;
+        let overloaded = Answer::Overloaded { retry_after: None };
+        assert_eq!(limits.learn(overloaded, sent, MS, true, now), None);
+        assert_eq!(limits.in_flight(), in_flight);
     }
 
     #[test]

@@ -14,8 +14,12 @@
 //! reconcile ends at once instead of waiting in flight, and its object
 //! joins the server's line, so a throttled account does not fill the
 //! reconcile queue with reconciles that can only wait, and resources of
-//! other servers go on. The pacer wakes the objects in line, first come
-//! first served, each with a start reserved on the same schedule as every
+//! other servers go on. An admitted reconcile's call gives way the same
+//! way when a pause voids its start before it goes out ([`Pacing::run`]),
+//! and a create before its create-pending mark ([`Pacing::before_write`]):
+//! a burst admitted before an account's first 429 does not wait out the
+//! account's pace in the queue either. The pacer wakes the objects in
+//! line, first come first served, each with a start reserved on the same schedule as every
 //! other call, at the pace the server accepts now: a line booked while the
 //! rate was low is not held to that rate once it grows back, and a woken
 //! object's start cannot be taken by a newcomer.
@@ -25,6 +29,7 @@ mod limits;
 pub use limits::{Answer, Ceilings, Cut, MAX_PAUSE};
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::future::Future;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -105,36 +110,77 @@ impl crate::turns::Turn for Ticket {
     }
 }
 
-/// How one reconcile's calls to its cloud server are paced: the server's
-/// pacer, and the start [`Pacer::admit`] reserved for the first call.
-pub struct Pacing {
-    pacer: Arc<Pacer>,
-    ticket: Mutex<Option<Ticket>>,
+/// Where an admitted reconcile's object goes when its next call could not
+/// start soon (a pause voided its reserved start, or the rate is booked
+/// ahead) and it has sent nothing it must finish: back to the front of its
+/// server's line, to be woken by `wake`, instead of waiting in flight.
+pub struct GiveWay<'a> {
+    key: String,
+    wake: &'a (dyn Fn() -> Wake + Send + Sync),
 }
 
-impl Pacing {
-    pub fn new(pacer: Arc<Pacer>, ticket: Ticket) -> Self {
+impl<'a> GiveWay<'a> {
+    pub fn new(key: String, wake: &'a (dyn Fn() -> Wake + Send + Sync)) -> Self {
+        Self { key, wake }
+    }
+}
+
+/// How one admitted reconcile's calls to its cloud server are paced: the
+/// server's pacer, the start [`Pacer::admit`] reserved for the first call,
+/// and where the object goes when a call gives way.
+pub struct Pacing<'a> {
+    pacer: Arc<Pacer>,
+    ticket: Mutex<Option<Ticket>>,
+    give_way: GiveWay<'a>,
+}
+
+impl<'a> Pacing<'a> {
+    pub fn new(pacer: Arc<Pacer>, ticket: Ticket, give_way: GiveWay<'a>) -> Self {
         Self {
             pacer,
             ticket: Mutex::new(Some(ticket)),
+            give_way,
         }
     }
 
-    /// Pacing for calls made without admission (a query's listing).
-    pub fn unadmitted(pacer: Arc<Pacer>) -> Self {
-        Self {
-            pacer,
-            ticket: Mutex::new(None),
-        }
+    /// Runs a call of the reconcile under its server's limits, the first
+    /// from the admitted start, as [`Pacer::run`] does, except that it
+    /// gives way (it is not made) if a pause voids its start before it goes
+    /// out and the next start is further off than [`ADMIT_SLACK`]: its
+    /// object goes back to the front of the line, and the [`Deferral`] ends
+    /// the reconcile instead of holding its place in the reconcile queue
+    /// while it waits. (Sixty reconciles admitted at once, just before an
+    /// account's first 429, once waited there for up to 24 s, other
+    /// accounts' reconciles queued behind them.) Nothing is lost by not
+    /// sending it: the next reconcile observes again, and a create whose
+    /// create-pending mark is written is repeated with the same
+    /// idempotency key. The one more try after a 429 or 5xx does not give
+    /// way: it goes out once, after the pause.
+    pub async fn run<T, E, F, Fut>(
+        &self,
+        call: F,
+        answer: impl Fn(&Result<T, E>) -> Answer,
+    ) -> Result<Result<T, E>, Deferral>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let ticket = self.ticket.lock().expect("ticket lock").take();
+        let wanted = self
+            .pacer
+            .acquire_unless(ticket, || self.pacer.near_or_give_way(None, &self.give_way))
+            .await?;
+        let result = self.pacer.send(call(), &answer, wanted).await;
+        Ok(self.pacer.again(result, call, answer).await)
     }
 
-    pub fn pacer(&self) -> &Pacer {
-        &self.pacer
-    }
-
-    /// The reserved start, for the first call that asks.
-    pub fn take_ticket(&self) -> Option<Ticket> {
-        self.ticket.lock().expect("ticket lock").take()
+    /// Before a reconcile writes what must precede a call (a create's
+    /// create-pending mark): whether that call can start within
+    /// [`ADMIT_SLACK`]. If not, the object goes back to the front of the
+    /// line, and the [`Deferral`] ends the reconcile with nothing written.
+    pub fn before_write(&self) -> Result<(), Deferral> {
+        let ticket = *self.ticket.lock().expect("ticket lock");
+        self.pacer.near_or_give_way(ticket, &self.give_way)
     }
 }
 
@@ -340,6 +386,17 @@ impl Pacer {
             // Already in line: at most this far back.
             None => state.line.len(),
         };
+        Err(self.deferral(state, place, now))
+    }
+
+    /// The deferral of an object that is at `place` in line, now in it:
+    /// the dispatcher is told, and started on the first.
+    fn deferral(
+        self: &Arc<Self>,
+        state: std::sync::MutexGuard<'_, State>,
+        place: usize,
+        now: Instant,
+    ) -> Deferral {
         let after = state.estimate(place, now) + WAKE_SAFETY_NET;
         let message = self.waiting_message(state.pushback);
         drop(state);
@@ -347,7 +404,7 @@ impl Pacer {
         self.dispatcher
             .get_or_init(|| tokio::spawn(self.clone().dispatch()));
         self.joined.notify_one();
-        Err(Deferral { after, message })
+        Deferral { after, message }
     }
 
     /// Wakes the objects in line, first come first served, each with a
@@ -405,10 +462,7 @@ impl Pacer {
         F: Future<Output = Result<T, E>>,
     {
         let wanted = self.acquire(ticket).await;
-        let sent = Instant::now();
-        let result = call.await;
-        self.release(answer(&result), sent, wanted);
-        result
+        self.send(call, answer, wanted).await
     }
 
     /// As [`Self::run_once`], for a call that may be sent again: when the
@@ -425,60 +479,126 @@ impl Pacer {
         Fut: Future<Output = Result<T, E>>,
     {
         let result = self.run_once(ticket, call(), &answer).await;
+        self.again(result, call, answer).await
+    }
+
+    /// Ok when `ticket` is still valid or a call reserved now would start
+    /// within [`ADMIT_SLACK`]; otherwise the object of `give_way` goes back
+    /// to the front of the line, and the answer is its [`Deferral`].
+    fn near_or_give_way(
+        self: &Arc<Self>,
+        ticket: Option<Ticket>,
+        give_way: &GiveWay<'_>,
+    ) -> Result<(), Deferral> {
+        let mut state = self.lock();
+        let now = Instant::now();
+        if ticket.is_some_and(|t| t.epoch == state.epoch) || state.admits(now).is_ok() {
+            return Ok(());
+        }
+        state.line.join_first(0, &give_way.key, give_way.wake);
+        Err(self.deferral(state, 0, now))
+    }
+
+    /// Makes the call, its place acquired, and learns from its answer.
+    async fn send<T, E>(
+        &self,
+        call: impl Future<Output = Result<T, E>>,
+        answer: impl Fn(&Result<T, E>) -> Answer,
+        wanted: bool,
+    ) -> Result<T, E> {
+        let sent = Instant::now();
+        let result = call.await;
+        self.release(answer(&result), sent, wanted);
+        result
+    }
+
+    /// `result`, or, when the server pushed back, the call's one more try.
+    async fn again<T, E, F, Fut>(
+        &self,
+        result: Result<T, E>,
+        call: F,
+        answer: impl Fn(&Result<T, E>) -> Answer,
+    ) -> Result<T, E>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
         if answer(&result) == Answer::Good {
             return result;
         }
         self.run_once(None, call(), &answer).await
     }
 
-    /// Waits for a start on the schedule, for any pause to end, and for a
-    /// place in flight; whether the caller wanted more than the limits
-    /// gave (it waited, or half the in-flight limit was in use).
+    /// Waits for a start on the schedule (`ticket`'s, when still valid),
+    /// for any pause to end, and for a place in flight; whether the caller
+    /// wanted more than the limits gave (it waited, or half the in-flight
+    /// limit was in use).
     async fn acquire(&self, ticket: Option<Ticket>) -> bool {
+        let Ok(wanted) = self
+            .acquire_unless(ticket, || Ok::<_, Infallible>(()))
+            .await;
+        wanted
+    }
+
+    /// As [`Self::acquire`], asking `voided` whether to go on each time a
+    /// pause voids the start: its error ends the wait.
+    async fn acquire_unless<E>(
+        &self,
+        ticket: Option<Ticket>,
+        mut voided: impl FnMut() -> Result<(), E>,
+    ) -> Result<bool, E> {
         let began = Instant::now();
-        let mut ticket = ticket;
         let mut waited = false;
+        let mut reserved = match ticket {
+            Some(ticket) => ticket,
+            None => self.lock().reserve(Instant::now()),
+        };
         let wanted = loop {
-            let reserved = {
-                let mut state = self.lock();
-                match ticket.take().filter(|t| t.epoch == state.epoch) {
-                    Some(ticket) => ticket,
-                    None => state.reserve(Instant::now()),
-                }
-            };
-            if reserved.start > Instant::now() {
-                waited = true;
-                tokio::time::sleep_until(reserved.start).await;
+            if let Some(wanted) = self.try_acquire(reserved, &mut waited).await {
+                break Ok(wanted);
             }
-            let wanted = loop {
-                let freed = self.freed.notified();
-                tokio::pin!(freed);
-                freed.as_mut().enable();
-                {
-                    let mut state = self.lock();
-                    let limit = state.limits.in_flight();
-                    // A pause that began meanwhile voids the reservation:
-                    // reserve again, after it.
-                    if state.epoch != reserved.epoch {
-                        break None;
-                    }
-                    if state.in_flight < limit {
-                        state.in_flight += 1;
-                        break Some(waited || state.in_flight * 2 >= limit);
-                    }
-                }
-                waited = true;
-                freed.await;
-            };
-            if let Some(wanted) = wanted {
-                break wanted;
+            if let Err(error) = voided() {
+                break Err(error);
             }
+            reserved = self.lock().reserve(Instant::now());
         };
         let took = began.elapsed();
         if !took.is_zero() {
             self.metrics.waited.inc_by(took.as_secs_f64());
         }
         wanted
+    }
+
+    /// Waits for `reserved`'s start and a place in flight, and takes the
+    /// place: whether the caller wanted more than the limits gave. `None`
+    /// when a pause voids `reserved`, before or while it waits.
+    async fn try_acquire(&self, reserved: Ticket, waited: &mut bool) -> Option<bool> {
+        if reserved.epoch != self.lock().epoch {
+            return None;
+        }
+        if reserved.start > Instant::now() {
+            *waited = true;
+            tokio::time::sleep_until(reserved.start).await;
+        }
+        loop {
+            let freed = self.freed.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            {
+                let mut state = self.lock();
+                let limit = state.limits.in_flight();
+                // A pause that began meanwhile voids the reservation.
+                if state.epoch != reserved.epoch {
+                    return None;
+                }
+                if state.in_flight < limit {
+                    state.in_flight += 1;
+                    return Some(*waited || state.in_flight * 2 >= limit);
+                }
+            }
+            *waited = true;
+            freed.await;
+        }
     }
 
     fn release(&self, answer: Answer, sent: Instant, wanted: bool) {
@@ -543,10 +663,10 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    fn pacer(rate: f64, in_flight: usize) -> (Pacer, Metrics) {
+    fn pacer(rate: f64, in_flight: usize) -> (Arc<Pacer>, Metrics) {
         let metrics = Metrics::new();
         let pacer = Pacer::new("cloud-a", Ceilings { rate, in_flight }, &metrics);
-        (pacer, metrics)
+        (Arc::new(pacer), metrics)
     }
 
     fn classify(result: &Result<(), u16>) -> Answer {
@@ -563,7 +683,6 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_retry_after_pauses_every_caller_and_the_call_goes_out_once_more() {
         let (pacer, metrics) = pacer(100.0, 8);
-        let pacer = Arc::new(pacer);
         let attempts = Arc::new(AtomicUsize::new(0));
         let start = Instant::now();
         let first = {
@@ -598,24 +717,28 @@ mod tests {
         assert!(metrics.total("provider_pacing_wait_seconds_total") >= 2.0);
     }
 
+    /// A call answered 429 (Retry-After 2 s) after 100 ms, in flight once
+    /// this returns.
+    async fn refused_in_flight(pacer: &Arc<Pacer>) -> JoinHandle<Result<(), u16>> {
+        let pacer = pacer.clone();
+        let task = tokio::spawn(async move {
+            let refused = async {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                Err(429)
+            };
+            pacer.run_once(None, refused, classify).await
+        });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        task
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_call_waiting_for_a_place_in_flight_waits_out_a_pause_begun_meanwhile() {
         // One call in flight at a time: the second waits for the first's
         // place, and the first's answer is a 429 asking for 2 s.
         let (pacer, metrics) = pacer(100.0, 1);
-        let pacer = Arc::new(pacer);
         let start = Instant::now();
-        let first = {
-            let pacer = pacer.clone();
-            tokio::spawn(async move {
-                let refused = async {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    Err(429)
-                };
-                pacer.run_once(None, refused, classify).await
-            })
-        };
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        let first = refused_in_flight(&pacer).await;
         let sent = std::sync::Mutex::new(None);
         let call = async {
             *sent.lock().unwrap() = Some(start.elapsed());
@@ -666,7 +789,6 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn no_more_calls_are_in_flight_than_the_limit() {
         let (pacer, _metrics) = pacer(1_000.0, 3);
-        let pacer = Arc::new(pacer);
         let (running, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let tasks: Vec<_> = (0..10)
             .map(|_| {
@@ -690,7 +812,7 @@ mod tests {
     }
 
     /// `accepted` calls answered, then one refused with 429 (Retry-After 2 s).
-    async fn accept_then_refuse(pacer: &Pacer, accepted: usize) {
+    async fn accept_then_refuse(pacer: &Arc<Pacer>, accepted: usize) {
         for _ in 0..accepted {
             pacer
                 .run_once(None, async { Ok(()) }, classify)
@@ -703,9 +825,14 @@ mod tests {
     /// Where the tests' wakes report: the key woken.
     type Woken = tokio::sync::mpsc::UnboundedSender<String>;
 
-    fn wake(tx: &Woken, key: &str) -> impl FnOnce() -> Wake {
+    /// What makes the wake of `key`, reporting to `tx`, each time it is
+    /// needed.
+    fn waker(tx: &Woken, key: &str) -> impl Fn() -> Wake + Send + Sync + use<> {
         let (tx, key) = (tx.clone(), key.to_owned());
-        move || Box::new(move || drop(tx.send(key)))
+        move || {
+            let (tx, key) = (tx.clone(), key.clone());
+            Box::new(move || drop(tx.send(key)))
+        }
     }
 
     fn never_woken() -> Wake {
@@ -715,7 +842,6 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_paused_server_lines_reconciles_up_and_wakes_them_in_turn_at_its_pace() {
         let (pacer, metrics) = pacer(100.0, 8);
-        let pacer = Arc::new(pacer);
         let began = Instant::now();
         // Ten calls accepted, then a refusal: the rate is cut to 7/s and
         // every caller paused for 2 s.
@@ -724,7 +850,7 @@ mod tests {
         let (tx, mut woken) = tokio::sync::mpsc::unbounded_channel();
         let keys: Vec<String> = (0..10).map(|i| format!("vpc-{i}")).collect();
         for key in &keys {
-            let deferral = pacer.admit(key, wake(&tx, key)).unwrap_err();
+            let deferral = pacer.admit(key, waker(&tx, key)).unwrap_err();
             assert!(
                 deferral.message.contains("cloud-a, which answers 429"),
                 "{}",
@@ -753,7 +879,7 @@ mod tests {
         );
         // A woken reconcile's first call goes out at its reserved start.
         let (tx2, mut woken2) = tokio::sync::mpsc::unbounded_channel();
-        pacer.admit("late", wake(&tx2, "late")).unwrap_err();
+        pacer.admit("late", waker(&tx2, "late")).unwrap_err();
         woken2.recv().await.unwrap();
         let ticket = pacer.admit("late", never_woken).expect("its turn");
         pacer
@@ -766,9 +892,113 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn admitted_reads_waiting_in_flight_give_way_when_a_pause_voids_their_starts() {
+        // One call in flight at a time; the one in flight is answered 429
+        // with Retry-After 2 s.
+        let (pacer, metrics) = pacer(100.0, 1);
+        let refused = refused_in_flight(&pacer).await;
+        // Three reconciles admitted meanwhile (their starts are near), each
+        // waiting for the place in flight when the 429 comes.
+        let (tx, mut woken) = tokio::sync::mpsc::unbounded_channel();
+        let sent = Arc::new(AtomicUsize::new(0));
+        let readers: Vec<_> = ["vpc-a", "vpc-b", "vpc-c"]
+            .into_iter()
+            .map(|key| {
+                let ticket = pacer.admit(key, never_woken).expect("admitted");
+                let wake = waker(&tx, key);
+                let (pacer, sent) = (pacer.clone(), sent.clone());
+                tokio::spawn(async move {
+                    let read = || {
+                        sent.fetch_add(1, Ordering::SeqCst);
+                        async { Ok(()) }
+                    };
+                    let pacing = Pacing::new(pacer, ticket, GiveWay::new(key.to_owned(), &wake));
+                    pacing.run(read, classify).await
+                })
+            })
+            .collect();
+        assert_eq!(refused.await.unwrap(), Err(429));
+        let given_way = Instant::now();
+        for reader in readers {
+            let deferral = reader.await.unwrap().expect_err("gave way");
+            assert!(
+                deferral.message.contains("answers 429"),
+                "{}",
+                deferral.message
+            );
+        }
+        // None of them waited out the pause in flight, nor was sent.
+        assert!(given_way.elapsed() < Duration::from_millis(1));
+        assert_eq!(sent.load(Ordering::SeqCst), 0);
+        assert_eq!(metrics.total("provider_pacing_deferred_total"), 3.0);
+        // They wait at the front of the line and are woken after the pause,
+        // each admitted with its start.
+        let mut keys = Vec::new();
+        for _ in 0..3 {
+            let key = woken.recv().await.unwrap();
+            assert!(given_way.elapsed() >= Duration::from_millis(1_750));
+            pacer.admit(&key, never_woken).expect("its turn");
+            keys.push(key);
+        }
+        keys.sort();
+        assert_eq!(keys, ["vpc-a", "vpc-b", "vpc-c"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_admitted_read_with_its_start_valid_goes_out() {
+        let (pacer, _metrics) = pacer(100.0, 8);
+        let (tx, _woken) = tokio::sync::mpsc::unbounded_channel();
+        let ticket = pacer.admit("vpc-a", never_woken).expect("admitted");
+        let wake = waker(&tx, "vpc-a");
+        let pacing = Pacing::new(pacer, ticket, GiveWay::new("vpc-a".into(), &wake));
+        let sent = AtomicUsize::new(0);
+        let read = || {
+            sent.fetch_add(1, Ordering::SeqCst);
+            async { Ok(()) }
+        };
+        let result = pacing.run(read, classify).await;
+        assert_eq!(result.expect("not deferred"), Ok(()));
+        assert_eq!(sent.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_write_gives_way_before_anything_is_written_while_its_server_is_paused() {
+        let (pacer, metrics) = pacer(100.0, 8);
+        let (tx, mut woken) = tokio::sync::mpsc::unbounded_channel();
+        let ticket = pacer.admit("vpc-a", never_woken).expect("admitted");
+        let wake = waker(&tx, "vpc-a");
+        let pacing = Pacing::new(pacer.clone(), ticket, GiveWay::new("vpc-a".into(), &wake));
+        // Its observe goes out at the admitted start.
+        pacing
+            .run(|| async { Ok(()) }, classify)
+            .await
+            .expect("its start is valid")
+            .unwrap();
+        assert_eq!(
+            pacing.before_write(),
+            Ok(()),
+            "no pause: the write goes out"
+        );
+        // Another reconcile's call is refused: every caller pauses 2 s.
+        pacer
+            .run_once(None, async { Err(429) }, classify)
+            .await
+            .unwrap_err();
+        let deferral = pacing.before_write().expect_err("gives way");
+        assert!(
+            deferral.message.contains("answers 429"),
+            "{}",
+            deferral.message
+        );
+        assert_eq!(metrics.total("provider_pacing_deferred_total"), 1.0);
+        let paused = Instant::now();
+        assert_eq!(woken.recv().await.as_deref(), Some("vpc-a"));
+        assert!(paused.elapsed() >= Duration::from_millis(1_750));
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_cut_rate_grows_back_while_objects_wait_in_line_for_their_starts() {
         let (pacer, _metrics) = pacer(100.0, 64);
-        let pacer = Arc::new(pacer);
         accept_then_refuse(&pacer, 5).await;
         assert!((pacer.rate() - 3.5).abs() < 1e-9, "{}", pacer.rate());
         // Twenty objects, each calling again as soon as its call is
@@ -781,7 +1011,7 @@ mod tests {
         let mut calls = 0;
         while start.elapsed() < Duration::from_secs(12) {
             let key = woken.recv().await.unwrap();
-            if let Ok(ticket) = pacer.admit(&key, wake(&tx, &key)) {
+            if let Ok(ticket) = pacer.admit(&key, waker(&tx, &key)) {
                 pacer
                     .run_once(Some(ticket), async { Ok(()) }, classify)
                     .await
@@ -800,7 +1030,6 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_healthy_server_admits_at_once() {
         let (pacer, metrics) = pacer(1_000.0, 64);
-        let pacer = Arc::new(pacer);
         for i in 0..500 {
             let ticket = pacer
                 .admit(&format!("vpc-{i}"), never_woken)

@@ -26,7 +26,6 @@ use crate::connect::Connect;
 use crate::controller::{CONFLICT_RETRY, kind_label};
 use crate::error::{ConnectError, ExternalError};
 use crate::events::EventType;
-use crate::pacing::Pacing;
 use crate::reconcile::Never;
 use crate::requests::{self, InvalidPollInterval};
 
@@ -258,14 +257,14 @@ async fn list_all<Q: QueryKind<C>, C: Connect>(
         .provider_config_ref
         .locate(query.namespace().as_deref());
     let connected = ctx.connector.client(&key, &*controller.connect).await?;
-    let (client, pacing) = (connected.client, Pacing::unadmitted(connected.pacer));
+    let (client, pacer) = (connected.client, connected.pacer);
     let managed_kind = <Q::Managed as Resource>::kind(&()).into_owned();
     let mut found = Vec::new();
     let mut page = None;
     for _ in 0..MAX_PAGES {
         let token = page.take();
         let Page { found: more, next } = ctx
-            .call(kind, "list", &pacing, || query.list(&client, token.clone()))
+            .call_unadmitted(kind, "list", &pacer, || query.list(&client, token.clone()))
             .await
             .map_err(|source| QueryError::List {
                 kind: managed_kind.clone(),
