@@ -33,9 +33,11 @@ use serde_json::Value;
 use tokio::task::AbortHandle;
 
 mod guard;
+mod listed;
 pub mod memory;
 
 pub use guard::Guard;
+pub(crate) use listed::Listed;
 
 /// Where an object lives: its API resource (group, version, kind and plural)
 /// and its namespace (`None` for cluster-scoped objects) and name.
@@ -191,7 +193,7 @@ fn labels_only(object: &mut DynamicObject) {
 /// and stopped with the last clone of the [`KubeCluster`].
 #[derive(Default)]
 struct Caches {
-    stores: Mutex<HashMap<CacheKey, Store<DynamicObject>>>,
+    stores: Mutex<HashMap<CacheKey, (Store<DynamicObject>, Listed)>>,
     watches: Mutex<Vec<AbortHandle>>,
 }
 
@@ -217,8 +219,8 @@ impl KubeCluster {
     }
 
     /// The watch cache that holds `key`, keeping `keep` of each object,
-    /// started when there is none yet.
-    fn store(&self, key: &ObjectKey, keep: Keep) -> Store<DynamicObject> {
+    /// started when there is none yet, and its first listing.
+    fn store(&self, key: &ObjectKey, keep: Keep) -> (Store<DynamicObject>, Listed) {
         let name = key.namespace.as_ref().map(|_| key.name.clone());
         let cache: CacheKey = (
             key.resource.api_version.clone(),
@@ -228,8 +230,8 @@ impl KubeCluster {
             keep,
         );
         let mut stores = self.caches.stores.lock().expect("cache lock poisoned");
-        if let Some(store) = stores.get(&cache) {
-            return store.clone();
+        if let Some(cached) = stores.get(&cache) {
+            return cached.clone();
         }
         let writer = Writer::<DynamicObject>::new(key.resource.clone());
         let store = writer.as_reader();
@@ -251,8 +253,9 @@ impl KubeCluster {
             .lock()
             .expect("cache lock poisoned")
             .push(task.abort_handle());
-        stores.insert(cache, store.clone());
-        store
+        let cached = (store.clone(), Listed::of(&store));
+        stores.insert(cache, cached.clone());
+        cached
     }
 
     /// [`KubeCluster::store`], once it has listed: a 504 when it has not
@@ -262,11 +265,8 @@ impl KubeCluster {
         key: &ObjectKey,
         keep: Keep,
     ) -> Result<Store<DynamicObject>, kube::Error> {
-        let store = self.store(key, keep);
-        if !matches!(
-            tokio::time::timeout(CACHE_SYNC, store.wait_until_ready()).await,
-            Ok(Ok(()))
-        ) {
+        let (store, listed) = self.store(key, keep);
+        if !listed.within(CACHE_SYNC).await {
             let message = format!(
                 "the watch of {} has not listed within {CACHE_SYNC:?}: can the provider list and watch them?",
                 key.resource.plural

@@ -17,6 +17,7 @@ use kube::{Api, Resource, ResourceExt};
 use super::QueryKind;
 use super::plan::{Found, Owned};
 use super::reconcile;
+use crate::cluster::Listed;
 use crate::connect::Connect;
 use crate::controller::{CATCH_UP_LIMIT, Context};
 
@@ -40,6 +41,8 @@ pub struct QueryController<Q: QueryKind<C>, C: Connect> {
     /// label), from a watch: a reconcile compares them with the matches
     /// without reading them from the API server.
     owned: Store<Q::Managed>,
+    /// When `owned` has listed once: what the first reconciles wait for.
+    owned_listed: Listed,
     /// Per query (by uid): its last listing and what it applied since.
     memory: Mutex<HashMap<String, Memory>>,
 }
@@ -124,10 +127,7 @@ impl<Q: QueryKind<C>, C: Connect> QueryController<Q, C> {
     /// would look missing, and a restarted provider would apply them all
     /// again (harmless, being the same objects, but a write each).
     pub(crate) async fn owned_listed(&self) -> bool {
-        matches!(
-            tokio::time::timeout(CATCH_UP_LIMIT, self.owned.wait_until_ready()).await,
-            Ok(Ok(()))
-        )
+        self.owned_listed.within(CATCH_UP_LIMIT).await
     }
 
     /// The managed resources `query` owns: in its namespace, carrying its
@@ -195,6 +195,7 @@ pub async fn run_query_controller<Q: QueryKind<C>, C: Connect>(
     let controller = Arc::new(QueryController::<Q, C> {
         ctx,
         connect,
+        owned_listed: Listed::of(&owned),
         owned,
         memory: Mutex::new(HashMap::new()),
     });
