@@ -107,7 +107,8 @@ impl Drop for Permit {
 /// The cap also bounds the reconciles in flight to the same number, as
 /// crossplane-runtime's providers set `MaxConcurrentReconciles` to
 /// `--max-reconcile-rate`: a slot is handed out only while fewer are in
-/// flight. Without that bound, reconciles admitted faster than the API
+/// flight, a slot handed out and not yet taken by its reconcile counting
+/// as one (`Queues::occupied`). Without that bound, reconciles admitted faster than the API
 /// server's request limits let them finish piled up (about 2,700 at once
 /// during a 3,000-VPC cold start, each holding its copies of the object),
 /// and the cold start's memory grew with the number of resources.
@@ -137,6 +138,24 @@ impl Shared {
             shared: self.clone(),
         })
     }
+
+    /// Waits until a place in flight is free: fewer than the cap are in
+    /// flight, counting the turns handed out and not yet taken, which
+    /// expire after [`TURN_HELD`].
+    async fn place_in_flight(&self) {
+        loop {
+            let finished = self.finished.notified();
+            {
+                let mut queues = self.queues.lock().expect("queues lock");
+                queues.line.expire(Instant::now(), TURN_HELD);
+                if queues.occupied() < (self.max_in_flight)() {
+                    return;
+                }
+            }
+            // A turn's expiry ends the wait too, when nothing ends first.
+            let _ = tokio::time::timeout(TURN_HELD, finished).await;
+        }
+    }
 }
 
 struct Queues {
@@ -148,6 +167,26 @@ struct Queues {
     /// Reconciles admitted and not yet ended.
     in_flight: usize,
 }
+
+impl Queues {
+    /// The places in flight taken: reconciles admitted and not yet ended,
+    /// and turns handed out that their reconciles have not taken yet. A
+    /// woken reconcile takes its turn a little later (milliseconds, more on
+    /// a busy controller), and at a cold start the schedule's burst hands
+    /// out a second's worth of turns at once: counting only the reconciles
+    /// that took theirs let those turns run past the bound (a heap profile
+    /// of a 3,000-VPC cold start held thousands of reconciles at once where
+    /// the bound was 128).
+    fn occupied(&self) -> usize {
+        self.in_flight + self.line.granted()
+    }
+}
+
+/// How long a turn handed out holds its place in flight untaken: a woken
+/// reconcile takes it within milliseconds; one not taken by then belonged
+/// to an object deleted meanwhile, and its place is given back (should
+/// its reconcile come after all, the object joins the line again).
+const TURN_HELD: Duration = Duration::from_secs(10);
 
 impl LaneLimiter {
     /// A cap of `per_second` reconciles a second (at least 1), both lanes
@@ -199,7 +238,7 @@ impl LaneLimiter {
             // Nobody in line, this object included, a place in flight and a
             // slot free now.
             if queues.line.is_empty()
-                && queues.in_flight < (self.shared.max_in_flight)()
+                && queues.occupied() < (self.shared.max_in_flight)()
                 && queues.rate.try_reserve(Instant::now())
             {
                 self.shared.lanes[lane].slots.inc();
@@ -232,9 +271,7 @@ async fn dispatch(shared: Arc<Shared>) {
         while shared.queues.lock().expect("queues lock").line.is_empty() {
             shared.joined.notified().await;
         }
-        while shared.queues.lock().expect("queues lock").in_flight >= (shared.max_in_flight)() {
-            shared.finished.notified().await;
-        }
+        shared.place_in_flight().await;
         let now = Instant::now();
         let start = shared.queues.lock().expect("queues lock").rate.reserve(now);
         if start > now {
@@ -320,6 +357,27 @@ mod tests {
         out
     }
 
+    /// As [`woken`], each woken object's reconcile taking its turn and
+    /// ending at once, as the controller's would.
+    async fn woken_and_run(
+        limiter: &LaneLimiter,
+        rx: &mut mpsc::UnboundedReceiver<(String, Instant)>,
+        count: usize,
+        start: Instant,
+    ) -> Vec<(String, Duration)> {
+        let mut out = Vec::new();
+        for _ in 0..count {
+            let mut wake = woken(rx, 1, start).await;
+            let (key, at) = wake.pop().expect("one wake");
+            match limiter.admit(&key, Lane::Work, || panic!("{key} was woken")) {
+                Admission::Now(permit) => drop(permit),
+                Admission::Later => panic!("{key} was woken and not admitted"),
+            }
+            out.push((key, at));
+        }
+        out
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_waiting_object_is_queued_once_and_goes_on_when_woken() {
         let metrics = Metrics::new();
@@ -367,7 +425,7 @@ mod tests {
         // 100 new resources queue first: at 10/s, 10 s in one FIFO queue.
         queue(&limiter, &tx, Lane::Work, "work", 100);
         queue(&limiter, &tx, Lane::Poll, "poll", 5);
-        let wakes = woken(&mut rx, 105, start).await;
+        let wakes = woken_and_run(&limiter, &mut rx, 105, start).await;
         let last_poll = wakes
             .iter()
             .filter(|(key, _)| key.starts_with("poll"))
@@ -410,7 +468,7 @@ mod tests {
             limiter.admit("late", Lane::Work, || wake(&tx, "late")),
             Admission::Later
         ));
-        let wakes = woken(&mut rx, 31, start).await;
+        let wakes = woken_and_run(&limiter, &mut rx, 31, start).await;
         // 31 slots at the full 10/s once the burst is spent.
         assert_eq!(wakes[29].1, Duration::from_millis(3_000));
         assert_eq!(wakes.iter().filter(|(k, _)| k == "late").count(), 1);
@@ -452,6 +510,45 @@ mod tests {
         assert!(matches!(
             limiter.admit("next", Lane::Work, || panic!("not queued again")),
             Admission::Now(_)
+        ));
+    }
+
+    /// The wakes sent so far, by key.
+    fn drain(rx: &mut mpsc::UnboundedReceiver<(String, Instant)>) -> Vec<String> {
+        std::iter::from_fn(|| rx.try_recv().ok().map(|(key, _)| key)).collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn turns_not_yet_taken_hold_their_places_in_flight_until_they_expire() {
+        let metrics = Metrics::new();
+        let (limiter, tx, mut rx) = spent(10, &metrics);
+        queue(&limiter, &tx, Lane::Work, "new", 30);
+        // Ten turns go out (the bound, 10 in flight); no reconcile has
+        // taken its turn yet, so no more go out, however long the rate
+        // has allowed more.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let first = drain(&mut rx);
+        assert_eq!(first.len(), 10, "{first:?}");
+        // One reconcile takes its turn and ends: one more turn goes out.
+        match limiter.admit(&first[0], Lane::Work, || panic!("its turn came")) {
+            Admission::Now(permit) => drop(permit),
+            Admission::Later => panic!("{} had its turn", first[0]),
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(drain(&mut rx), ["new-10"]);
+        // Turns never taken (their objects were deleted, say) give their
+        // places back once held for TURN_HELD: the ten out now, and ten
+        // more go out.
+        tokio::time::sleep(TURN_HELD - Duration::from_secs(1)).await;
+        assert!(drain(&mut rx).is_empty(), "held for less than TURN_HELD");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let expected: Vec<_> = (11..=20).map(|i| format!("new-{i}")).collect();
+        assert_eq!(drain(&mut rx), expected);
+        // A reconcile that comes for an expired turn after all joins the
+        // line again.
+        assert!(matches!(
+            limiter.admit(&first[1], Lane::Work, || wake(&tx, &first[1])),
+            Admission::Later
         ));
     }
 }

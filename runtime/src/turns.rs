@@ -155,6 +155,21 @@ impl<T: Turn, const LANES: usize> Line<T, LANES> {
         self.granted.remove(key)
     }
 
+    /// How many turns were handed out and not taken yet.
+    pub fn granted(&self) -> usize {
+        self.granted.len()
+    }
+
+    /// Drops the turns handed out `held` ago or more and not taken:
+    /// their objects were deleted meanwhile (or will join the line again
+    /// should their reconcile come after all); how many.
+    pub fn expire(&mut self, now: Instant, held: Duration) -> usize {
+        let before = self.granted.len();
+        self.granted
+            .retain(|_, turn| now.saturating_duration_since(turn.at()) < held);
+        before - self.granted.len()
+    }
+
     /// Puts `key` at the back of `lane` with the wake `wake` makes, unless
     /// it is in line already; whether it joined.
     pub fn join(&mut self, lane: usize, key: &str, wake: impl FnOnce() -> Wake) -> bool {
@@ -195,8 +210,7 @@ impl<T: Turn, const LANES: usize> Line<T, LANES> {
         let waiter = self.lanes[lane].pop_front()?;
         self.queued.remove(&waiter.key);
         if self.granted.len() >= self.prune_at.max(PRUNE_FLOOR) {
-            self.granted
-                .retain(|_, turn| now.saturating_duration_since(turn.at()) < GRANT_TTL);
+            self.expire(now, GRANT_TTL);
             self.prune_at = self.granted.len() * 2;
         }
         self.granted.insert(waiter.key, turn);
