@@ -108,10 +108,11 @@ impl Drop for Permit {
 /// crossplane-runtime's providers set `MaxConcurrentReconciles` to
 /// `--max-reconcile-rate`: a slot is handed out only while fewer are in
 /// flight, a slot handed out and not yet taken by its reconcile counting
-/// as one (`Queues::occupied`). Without that bound, reconciles admitted faster than the API
-/// server's request limits let them finish piled up (about 2,700 at once
-/// during a 3,000-VPC cold start, each holding its copies of the object),
-/// and the cold start's memory grew with the number of resources.
+/// as one (`Queues::occupied`). Without that bound, reconciles admitted
+/// faster than the API server's request limits let them finish piled up
+/// (about 2,700 at once during a 3,000-VPC cold start, each holding its
+/// copies of the object), and the cold start's memory grew with the
+/// number of resources.
 pub struct LaneLimiter {
     shared: Arc<Shared>,
     dispatcher: OnceLock<JoinHandle<()>>,
@@ -175,8 +176,8 @@ impl Queues {
     /// a busy controller), and at a cold start the schedule's burst hands
     /// out a second's worth of turns at once: counting only the reconciles
     /// that took theirs let those turns run past the bound (a heap profile
-    /// of a 3,000-VPC cold start held thousands of reconciles at once where
-    /// the bound was 128).
+    /// of a 3,000-VPC cold start put 23 MB in boxed reconciles at its peak,
+    /// where the bound of 128 takes under 1 MB).
     fn occupied(&self) -> usize {
         self.in_flight + self.line.granted()
     }
