@@ -42,6 +42,14 @@ const LOOK: Duration = Duration::from_millis(100);
 const SETTLE_WITHIN: Duration = Duration::from_secs(10);
 /// How often they look at a batch whose time is only printed.
 const GLANCE: Duration = Duration::from_secs(1);
+/// How many batches the isolation test times in each phase; it compares
+/// their medians. One batch's time varies by a tenth or more from one to
+/// the next on this 2-core machine (3.4 to 4.2 s for the same 100 VPCs in
+/// one world), as much as the difference the ratio measures; the median
+/// of five is not moved by two outliers. Five batches beside the
+/// throttled account take about 20 s, within the 30 s or more its line
+/// of 60 VPCs lasts at 5 calls a second (asserted).
+const ROUNDS: usize = 5;
 
 /// The world both tests run in: a full poll far beyond the test (10 m, so
 /// that no call is a poll of a Ready VPC), a short provisioning delay and
@@ -128,6 +136,64 @@ impl Ready {
     }
 }
 
+/// What the provider had done by a moment: reconciles, API writes, cloud
+/// calls and reconciles deferred by a pacer, from its metrics; the
+/// difference of two tells what a batch cost, and what else ran beside it.
+#[derive(Clone, Copy)]
+struct Work([f64; 4]);
+
+impl Work {
+    const FAMILIES: [&str; 4] = [
+        "provider_reconciles_total",
+        "provider_kube_writes_total",
+        "provider_cloud_calls_total",
+        "provider_pacing_deferred_total",
+    ];
+
+    fn now(world: &World) -> Self {
+        Self(Self::FAMILIES.map(|family| world.metrics.total_with(family, &[])))
+    }
+
+    /// `<n> reconciles, <n> API writes, <n> cloud calls, <n> deferred`
+    /// since `before`.
+    fn since(&self, before: &Self) -> String {
+        let d: Vec<f64> = self.0.iter().zip(before.0).map(|(a, b)| a - b).collect();
+        format!(
+            "{} reconciles, {} API writes, {} cloud calls, {} deferred",
+            d[0], d[1], d[2], d[3]
+        )
+    }
+}
+
+/// Lists `batch`'s VPCs from the API server's watch cache (resource
+/// version 0, any version not older). A quorum read instead makes the API
+/// server read every VPC of the namespace from etcd and filter them by
+/// label, ten times a second while a batch is timed: work that grows with
+/// each batch the test leaves Ready, on the same 2 cores as the provider,
+/// so the later batches (those beside the throttled account) were slowed
+/// by the test itself (100 VPCs: 4.1, 5.1, then 6.2 s in one run).
+fn batch_params(batch: &str) -> ListParams {
+    ListParams::default()
+        .labels(&format!("{BATCH_LABEL}={batch}"))
+        .match_any()
+}
+
+/// The median of the batches' times (the middle one of an odd count).
+fn median(batches: &[Ready]) -> Duration {
+    let mut times: Vec<Duration> = batches.iter().map(|b| b.took).collect();
+    times.sort_unstable();
+    times[times.len() / 2]
+}
+
+/// `4.2s, 4.9s, 4.8s`: each batch's time, in the order they ran.
+fn each_took(batches: &[Ready]) -> String {
+    batches
+        .iter()
+        .map(|b| format!("{:.1}s", b.took.as_secs_f64()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Waits until all `count` VPCs of `batch` in `objects`' namespace are
 /// Ready and Synced, each naming its own cloud VPC, looking every `look`;
 /// a timeout reports the ones still waiting and their conditions.
@@ -139,7 +205,7 @@ async fn wait_ready(
     timeout: Duration,
 ) -> anyhow::Result<Ready> {
     let api: Api<Vpc> = Api::namespaced(objects.client(), objects.namespace());
-    let params = ListParams::default().labels(&format!("{BATCH_LABEL}={batch}"));
+    let params = batch_params(batch);
     let mut ready_at: BTreeMap<String, Duration> = BTreeMap::new();
     let mut waiting = None;
     loop {
@@ -209,7 +275,7 @@ async fn wait_reconciled(
     timeout: Duration,
 ) -> anyhow::Result<Duration> {
     let api: Api<Vpc> = Api::namespaced(objects.client(), objects.namespace());
-    let params = ListParams::default().labels(&format!("{BATCH_LABEL}={batch}"));
+    let params = batch_params(batch);
     loop {
         let vpcs = api.list(&params).await?.items;
         let reconciled = vpcs
@@ -419,9 +485,9 @@ async fn sixty_vpcs_on_a_throttled_account_pace_to_its_rate() -> anyhow::Result<
 
 /// Two ProviderConfigs on two fakecloud accounts, one throttled to 5 calls
 /// a second with 60 VPCs on it, each of them reconciled once (held back,
-/// saying so) within 10 s: the other's 100 VPCs are Ready within 1.2 times
-/// the time the same 100-VPC batch takes with no throttling at all,
-/// measured first in the same world.
+/// saying so) within 10 s: the other's batches of 100 VPCs are Ready within
+/// 1.2 times the time the same batches take with no throttling at all,
+/// measured first in the same world (the medians of five batches each).
 #[tokio::test]
 async fn a_throttled_account_does_not_slow_another_accounts_vpcs() -> anyhow::Result<()> {
     const SLOW: &str = "slow";
@@ -477,39 +543,45 @@ async fn a_throttled_account_does_not_slow_another_accounts_vpcs() -> anyhow::Re
     .await?;
 
     // Phase 1, the baseline: 100 VPCs on the fast account, nothing else
-    // going on, nothing throttled.
-    let baseline_batch = e2e::unique_name("baseline");
-    let started = Instant::now();
-    apply_batch(&fast, &baseline_batch, FAST_COUNT, Some(CONFIG)).await?;
-    let baseline = wait_ready(
-        &fast,
-        &baseline_batch,
-        FAST_COUNT,
-        (started, LOOK),
-        Duration::from_secs(120),
-    )
-    .await?;
-    println!(
-        "baseline: {FAST_COUNT} VPCs on account {FAST}, nothing throttled, Ready: {}",
-        baseline.spread()
-    );
+    // going on, nothing throttled; [`ROUNDS`] batches one after the other.
+    let mut baseline = Vec::with_capacity(ROUNDS);
+    for round in 0..ROUNDS {
+        let batch = e2e::unique_name(&format!("baseline{round}"));
+        let work = Work::now(&world);
+        let started = Instant::now();
+        apply_batch(&fast, &batch, FAST_COUNT, Some(CONFIG)).await?;
+        let ready = wait_ready(
+            &fast,
+            &batch,
+            FAST_COUNT,
+            (started, LOOK),
+            Duration::from_secs(120),
+        )
+        .await?;
+        println!(
+            "baseline {round}: {FAST_COUNT} VPCs on account {FAST}, nothing throttled, Ready: {}; {}",
+            ready.spread(),
+            Work::now(&world).since(&work)
+        );
+        baseline.push(ready);
+    }
 
     // The baseline's VPCs stay: deleting them would put 100 deletes (and
     // their looks until gone) on the provider's queue and the fast
     // account, which phase 2 would have to wait out to measure anything
     // clean; kept, they are Ready and idle (the next poll is 10 m away),
     // so they cost phase 2 nothing, and fakecloud must hold exactly them
-    // as well (201 VPCs on the fast account at the end).
+    // as well.
 
     // Phase 2: the slow account throttled and its 60 VPCs applied, then,
     // once each of them has been reconciled once (held back by the
     // account, each says so in its Synced condition, and waits in the
     // account's line, not in the provider's reconcile queue), the same
-    // 100-VPC batch on the fast account, applied the same way as the
-    // baseline. It meets what the target is about: an account whose
-    // quota is spent and whose line is served at its pace. The first
-    // reconcile of 60 new VPCs is not: any 60 new VPCs cost it, throttled
-    // or not (unthrottled, they would cost more), and overlapping it would
+    // batches on the fast account, applied the same way as the baseline's.
+    // They meet what the target is about: an account whose quota is spent
+    // and whose line is served at its pace. The first reconcile of 60 new
+    // VPCs is not: any 60 new VPCs cost it, throttled or not
+    // (unthrottled, they would cost more), and overlapping it would
     // measure their arrival on 2 shared cores. That first reconcile is
     // held to a bound of its own here: a reconcile that waits in flight
     // for a throttled account (up to 24 s once) instead of giving way
@@ -520,7 +592,6 @@ async fn a_throttled_account_does_not_slow_another_accounts_vpcs() -> anyhow::Re
         .await?;
     let slow_mark = world.audit_mark().await?;
     let slow_batch = e2e::unique_name("slow");
-    let fast_batch = e2e::unique_name("fast");
     let slow_started = Instant::now();
     apply_batch(&slow, &slow_batch, SLOW_COUNT, Some(CONFIG)).await?;
     let slow_reconciled =
@@ -529,16 +600,34 @@ async fn a_throttled_account_does_not_slow_another_accounts_vpcs() -> anyhow::Re
         "throttled account {SLOW}: each of its {SLOW_COUNT} VPCs reconciled once within {:.1}s",
         slow_reconciled.as_secs_f64()
     );
-    let fast_started = Instant::now();
-    apply_batch(&fast, &fast_batch, FAST_COUNT, Some(CONFIG)).await?;
+    // The same [`ROUNDS`] batches on the fast account, one after the
+    // other, while the throttled account's line is served.
+    let beside_rounds = async {
+        let mut rounds = Vec::with_capacity(ROUNDS);
+        for round in 0..ROUNDS {
+            let batch = e2e::unique_name(&format!("fast{round}"));
+            let work = Work::now(&world);
+            let started = Instant::now();
+            apply_batch(&fast, &batch, FAST_COUNT, Some(CONFIG)).await?;
+            let ready = wait_ready(
+                &fast,
+                &batch,
+                FAST_COUNT,
+                (started, LOOK),
+                Duration::from_secs(150),
+            )
+            .await?;
+            println!(
+                "beside {round}: {FAST_COUNT} VPCs on account {FAST} Ready: {}; {}",
+                ready.spread(),
+                Work::now(&world).since(&work)
+            );
+            rounds.push(ready);
+        }
+        anyhow::Ok((rounds, slow_started.elapsed()))
+    };
     let (beside, slow_ready) = tokio::join!(
-        wait_ready(
-            &fast,
-            &fast_batch,
-            FAST_COUNT,
-            (fast_started, LOOK),
-            Duration::from_secs(150)
-        ),
+        beside_rounds,
         wait_ready(
             &slow,
             &slow_batch,
@@ -548,40 +637,43 @@ async fn a_throttled_account_does_not_slow_another_accounts_vpcs() -> anyhow::Re
         ),
     );
     let slow_calls = Calls::of(&world, SLOW, slow_mark).await?;
-    let took = |ready: &anyhow::Result<Ready>| {
-        ready.as_ref().map_or("NOT all Ready".to_owned(), |r| {
-            format!("{:.1}s", r.took.as_secs_f64())
-        })
-    };
+    let baseline_median = median(&baseline);
+    let beside = beside.map(|(rounds, ended)| (median(&rounds), rounds, ended));
     let ratio = beside
         .as_ref()
-        .map(|r| r.took.as_secs_f64() / baseline.took.as_secs_f64());
+        .map(|(took, ..)| took.as_secs_f64() / baseline_median.as_secs_f64());
     println!(
-        "isolation: {FAST_COUNT} VPCs on account {FAST}: baseline {:.1}s, beside account {SLOW} \
-         throttled to {RATE}/s: {}; ratio {} (target <= 1.20)",
-        baseline.took.as_secs_f64(),
-        took(&beside),
+        "isolation: {FAST_COUNT} VPCs on account {FAST}, median of {ROUNDS} batches: baseline \
+         {:.1}s ({}), beside account {SLOW} throttled to {RATE}/s: {}; ratio {} (target <= 1.20)",
+        baseline_median.as_secs_f64(),
+        each_took(&baseline),
+        beside
+            .as_ref()
+            .map_or("NOT all Ready".to_owned(), |(took, rounds, _)| format!(
+                "{:.1}s ({})",
+                took.as_secs_f64(),
+                each_took(rounds)
+            )),
         ratio.as_ref().map_or("-".to_owned(), |r| format!("{r:.2}")),
     );
-    if let Ok(beside) = &beside {
-        println!(
-            "beside: {FAST_COUNT} VPCs on account {FAST} Ready: {}",
-            beside.spread()
-        );
-    }
     println!(
         "throttled account {SLOW}: {SLOW_COUNT} VPCs Ready in {}; {}",
-        took(&slow_ready),
+        slow_ready
+            .as_ref()
+            .map_or("NOT all Ready".to_owned(), |r| format!(
+                "{:.1}s",
+                r.took.as_secs_f64()
+            )),
         slow_calls.summary()
     );
     print_cloud_metrics(&world);
-    let beside = beside?;
+    let (beside_median, beside, beside_ended) = beside?;
     let slow_ready = slow_ready?;
 
-    let fast_ids: BTreeSet<String> = [&warm_fast.ids, &baseline.ids, &beside.ids]
-        .into_iter()
-        .flatten()
-        .cloned()
+    let fast_ids: BTreeSet<String> = std::iter::once(&warm_fast)
+        .chain(&baseline)
+        .chain(&beside)
+        .flat_map(|ready| ready.ids.iter().cloned())
         .collect();
     let slow_ids: BTreeSet<String> = [&warm_slow.ids, &slow_ready.ids]
         .into_iter()
@@ -590,18 +682,31 @@ async fn a_throttled_account_does_not_slow_another_accounts_vpcs() -> anyhow::Re
         .collect();
     assert_eq!(
         fast_ids.len(),
-        WARM_FAST_COUNT + 2 * FAST_COUNT,
+        WARM_FAST_COUNT + 2 * ROUNDS * FAST_COUNT,
         "distinct cloud VPCs"
     );
     assert_eq!(slow_ids.len(), 1 + SLOW_COUNT, "distinct cloud VPCs");
     assert_cloud_holds_exactly(&world, FAST, &fast_ids).await?;
     assert_cloud_holds_exactly(&world, SLOW, &slow_ids).await?;
+    // The batches were measured beside a line, not after it: the
+    // throttled account still had VPCs to serve when the last one was
+    // Ready (else the comparison would say nothing of isolation).
     assert!(
-        beside.took.as_secs_f64() <= 1.2 * baseline.took.as_secs_f64(),
-        "{FAST_COUNT} VPCs on account {FAST} Ready in {:.1}s beside the throttled account, \
-         beyond 1.2 x their {:.1}s with nothing throttled",
-        beside.took.as_secs_f64(),
-        baseline.took.as_secs_f64()
+        slow_ready.took > beside_ended,
+        "the throttled account's {SLOW_COUNT} VPCs were all Ready after {:.1}s, before the \
+         last batch beside them ended ({:.1}s): the batches were not measured beside its line",
+        slow_ready.took.as_secs_f64(),
+        beside_ended.as_secs_f64()
+    );
+    assert!(
+        beside_median.as_secs_f64() <= 1.2 * baseline_median.as_secs_f64(),
+        "{FAST_COUNT} VPCs on account {FAST} Ready in {:.1}s (median of {ROUNDS}: {}) beside \
+         the throttled account, beyond 1.2 x their {:.1}s (median of {ROUNDS}: {}) with nothing \
+         throttled",
+        beside_median.as_secs_f64(),
+        each_took(&beside),
+        baseline_median.as_secs_f64(),
+        each_took(&baseline)
     );
     world.shutdown().await;
     Ok(())
