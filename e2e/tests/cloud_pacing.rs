@@ -139,7 +139,6 @@ impl Ready {
 /// What the provider had done by a moment: reconciles, API writes, cloud
 /// calls and reconciles deferred by a pacer, from its metrics; the
 /// difference of two tells what a batch cost, and what else ran beside it.
-#[derive(Clone, Copy)]
 struct Work([f64; 4]);
 
 impl Work {
@@ -176,6 +175,42 @@ fn batch_params(batch: &str) -> ListParams {
     ListParams::default()
         .labels(&format!("{BATCH_LABEL}={batch}"))
         .match_any()
+}
+
+/// Applies [`ROUNDS`] batches of `count` VPCs named `<phase><round>-...`
+/// in `objects`' namespace through ProviderConfig `config`, one after the
+/// other, each timed from its apply to all of it Ready (looking every
+/// [`LOOK`], at most `timeout`); prints each one's spread and what the
+/// provider did meanwhile.
+async fn time_batches(
+    world: &World,
+    objects: &Objects,
+    (phase, count, config): (&str, usize, &str),
+    timeout: Duration,
+) -> anyhow::Result<Vec<Ready>> {
+    let mut rounds = Vec::with_capacity(ROUNDS);
+    for round in 0..ROUNDS {
+        let batch = e2e::unique_name(&format!("{phase}{round}"));
+        let work = Work::now(world);
+        let started = Instant::now();
+        apply_batch(objects, &batch, count, Some(config)).await?;
+        let ready = wait_ready(objects, &batch, count, (started, LOOK), timeout).await?;
+        println!(
+            "{phase} {round}: {count} VPCs in {} Ready: {}; {}",
+            objects.namespace(),
+            ready.spread(),
+            Work::now(world).since(&work)
+        );
+        rounds.push(ready);
+    }
+    Ok(rounds)
+}
+
+/// `<t>s`, or `NOT all Ready` for a batch that failed.
+fn took(ready: &anyhow::Result<Ready>) -> String {
+    ready.as_ref().map_or("NOT all Ready".to_owned(), |r| {
+        format!("{:.1}s", r.took.as_secs_f64())
+    })
 }
 
 /// The median of the batches' times (the middle one of an odd count).
@@ -544,27 +579,13 @@ async fn a_throttled_account_does_not_slow_another_accounts_vpcs() -> anyhow::Re
 
     // Phase 1, the baseline: 100 VPCs on the fast account, nothing else
     // going on, nothing throttled; [`ROUNDS`] batches one after the other.
-    let mut baseline = Vec::with_capacity(ROUNDS);
-    for round in 0..ROUNDS {
-        let batch = e2e::unique_name(&format!("baseline{round}"));
-        let work = Work::now(&world);
-        let started = Instant::now();
-        apply_batch(&fast, &batch, FAST_COUNT, Some(CONFIG)).await?;
-        let ready = wait_ready(
-            &fast,
-            &batch,
-            FAST_COUNT,
-            (started, LOOK),
-            Duration::from_secs(120),
-        )
-        .await?;
-        println!(
-            "baseline {round}: {FAST_COUNT} VPCs on account {FAST}, nothing throttled, Ready: {}; {}",
-            ready.spread(),
-            Work::now(&world).since(&work)
-        );
-        baseline.push(ready);
-    }
+    let baseline = time_batches(
+        &world,
+        &fast,
+        ("baseline", FAST_COUNT, CONFIG),
+        Duration::from_secs(120),
+    )
+    .await?;
 
     // The baseline's VPCs stay: deleting them would put 100 deletes (and
     // their looks until gone) on the provider's queue and the fast
@@ -603,27 +624,13 @@ async fn a_throttled_account_does_not_slow_another_accounts_vpcs() -> anyhow::Re
     // The same [`ROUNDS`] batches on the fast account, one after the
     // other, while the throttled account's line is served.
     let beside_rounds = async {
-        let mut rounds = Vec::with_capacity(ROUNDS);
-        for round in 0..ROUNDS {
-            let batch = e2e::unique_name(&format!("fast{round}"));
-            let work = Work::now(&world);
-            let started = Instant::now();
-            apply_batch(&fast, &batch, FAST_COUNT, Some(CONFIG)).await?;
-            let ready = wait_ready(
-                &fast,
-                &batch,
-                FAST_COUNT,
-                (started, LOOK),
-                Duration::from_secs(150),
-            )
-            .await?;
-            println!(
-                "beside {round}: {FAST_COUNT} VPCs on account {FAST} Ready: {}; {}",
-                ready.spread(),
-                Work::now(&world).since(&work)
-            );
-            rounds.push(ready);
-        }
+        let rounds = time_batches(
+            &world,
+            &fast,
+            ("beside", FAST_COUNT, CONFIG),
+            Duration::from_secs(150),
+        )
+        .await?;
         anyhow::Ok((rounds, slow_started.elapsed()))
     };
     let (beside, slow_ready) = tokio::join!(
@@ -658,12 +665,7 @@ async fn a_throttled_account_does_not_slow_another_accounts_vpcs() -> anyhow::Re
     );
     println!(
         "throttled account {SLOW}: {SLOW_COUNT} VPCs Ready in {}; {}",
-        slow_ready
-            .as_ref()
-            .map_or("NOT all Ready".to_owned(), |r| format!(
-                "{:.1}s",
-                r.took.as_secs_f64()
-            )),
+        took(&slow_ready),
         slow_calls.summary()
     );
     print_cloud_metrics(&world);
