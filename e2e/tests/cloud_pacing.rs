@@ -198,9 +198,12 @@ impl Work {
 /// so the later batches (those beside the throttled account) were slowed
 /// by the test itself (100 VPCs: 4.1, 5.1, then 6.2 s in one run).
 fn batch_params(batch: &str) -> ListParams {
-    ListParams::default()
-        .labels(&format!("{BATCH_LABEL}={batch}"))
-        .match_any()
+    quorum_batch_params(batch).match_any()
+}
+
+/// Lists `batch`'s VPCs from etcd (a quorum read).
+fn quorum_batch_params(batch: &str) -> ListParams {
+    ListParams::default().labels(&format!("{BATCH_LABEL}={batch}"))
 }
 
 /// Applies a batch of `count` VPCs named `<name>-...` in `objects`'
@@ -318,8 +321,7 @@ fn mean(batches: &[Ready]) -> Duration {
 /// (a quorum read): the watch cache may not hold the last one applied.
 async fn count_batch(objects: &Objects, batch: &str) -> anyhow::Result<usize> {
     let api: Api<Vpc> = Api::namespaced(objects.client(), objects.namespace());
-    let params = ListParams::default().labels(&format!("{BATCH_LABEL}={batch}"));
-    Ok(api.list(&params).await?.items.len())
+    Ok(api.list(&quorum_batch_params(batch)).await?.items.len())
 }
 
 /// How many VPCs of `objects`' namespace are not Ready and Synced yet.
