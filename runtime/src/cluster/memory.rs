@@ -277,6 +277,20 @@ impl Cluster for MemoryCluster {
         Box::pin(async move { Ok(count) })
     }
 
+    fn labels_watched<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+    ) -> BoxFuture<'a, Result<Option<BTreeMap<String, String>>, kube::Error>> {
+        let labels = self.object(key).map(|object| {
+            object
+                .pointer("/metadata/labels")
+                .cloned()
+                .map(|labels| serde_json::from_value(labels).unwrap_or_default())
+                .unwrap_or_default()
+        });
+        Box::pin(async move { Ok(labels) })
+    }
+
     fn list<'a>(
         &'a self,
         resource: &'a ApiResource,
