@@ -126,7 +126,13 @@ impl LocalControlPlane {
                 "--authorization-mode=RBAC".to_owned(),
                 "--service-cluster-ip-range=10.0.0.0/24".to_owned(),
                 "--allow-privileged=true".to_owned(),
-                "--profiling=false".to_owned(),
+                // Off unless asked for: `E2E_APISERVER_PROFILING=1` serves
+                // Go's /debug/pprof, to see where the API server's CPU goes
+                // under a benchmark (README, "What it costs the API server").
+                format!(
+                    "--profiling={}",
+                    std::env::var_os("E2E_APISERVER_PROFILING").is_some_and(|v| v == "1")
+                ),
             ],
             logs.join("kube-apiserver.log"),
         )?;
