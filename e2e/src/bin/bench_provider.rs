@@ -718,9 +718,13 @@ async fn apply_all(
 }
 
 /// Returns once `total` benchmark resources are Ready, watching (one list,
-/// then a watch per kind) rather than polling the API server.
+/// then a watch per kind) rather than polling the API server. The count of
+/// Ready ones is kept as events come, not recounted over all resources on
+/// each: recounting took 11 % of this process's CPU at 10,000 VPCs (perf),
+/// CPU the API server lacked while the provider was being timed.
 async fn count_ready(kube: kube::Client, mix: bool, total: usize) -> anyhow::Result<()> {
-    let ready = Arc::new(std::sync::Mutex::new(BTreeMap::<String, bool>::new()));
+    let mut ready = BTreeMap::<String, bool>::new();
+    let mut ready_count = 0;
     let config = watcher::Config::default().labels(&format!("{LABEL}=provider"));
     let mut streams = vec![ready_stream::<Vpc>(&kube, &config)];
     if mix {
@@ -732,9 +736,13 @@ async fn count_ready(kube: kube::Client, mix: bool, total: usize) -> anyhow::Res
     // passed through; the watcher relists after its backoff by itself.
     while let Some(event) = all.next().await {
         let Ok((key, is)) = event else { continue };
-        let mut ready = ready.lock().expect("ready lock");
-        ready.insert(key, is);
-        if ready.values().filter(|r| **r).count() == total {
+        let was = ready.insert(key, is).unwrap_or(false);
+        match (was, is) {
+            (false, true) => ready_count += 1,
+            (true, false) => ready_count -= 1,
+            _ => {}
+        }
+        if ready_count == total {
             return Ok(());
         }
     }
