@@ -455,11 +455,14 @@ impl Cluster for KubeCluster {
                 field_manager: Some(self.field_manager.clone()),
                 ..PostParams::default()
             };
-            json(
-                self.guard
-                    .run(self.api(key).create(&params, &object))
-                    .await?,
-            )
+            // Not through the guard: the one caller is the Event recorder,
+            // and an Event waiting its turn in the line of writes holds
+            // the reconcile that records it. With Events paced, a
+            // throttled account's 60 new VPCs beside another account's
+            // creates showed their first status 2.1 s to over 10 s after
+            // they were applied (four runs of the isolation test); not
+            // paced, 2.4 to 5.8 s (three runs).
+            json(self.api(key).create(&params, &object).await?)
         })
     }
 }

@@ -1,7 +1,8 @@
 //! What keeps the provider from pushing an overloaded API server further:
-//! every request a reconcile makes through [`KubeCluster`](super::KubeCluster)
-//! goes through the API server's [`Pacer`], the same mechanism that paces
-//! each cloud server ([`crate::pacing`]). This module says how the API
+//! every request a reconcile makes through
+//! [`KubeCluster`](super::KubeCluster) but an Event's create goes through
+//! the API server's [`Pacer`], the same mechanism that paces each cloud
+//! server ([`crate::pacing`]). This module says how the API
 //! server's answers read as load: 429 (API Priority and Fairness) cuts the
 //! rate and pauses every request for its `Retry-After`; a 5xx or no answer
 //! cuts the requests in flight and pauses, 1 s doubling to 30 s while the
