@@ -176,9 +176,10 @@ enum Keep {
     /// The object, less its `managedFields`: for [`Cluster::get_watched`].
     Object,
     /// Its name, namespace and labels alone: for [`Cluster::count_watched`]
-    /// and [`Cluster::labels_watched`], which read labels and nothing else. A ProviderConfigUsage is
-    /// mostly its spec (which resource uses which config); at 10,000
-    /// resources that is 10,000 specs the provider would hold for nothing.
+    /// and [`Cluster::labels_watched`], which read labels and nothing
+    /// else. A ProviderConfigUsage is mostly its spec (which resource uses
+    /// which config); at 10,000 resources that is 10,000 specs the
+    /// provider would hold for nothing.
     Labels,
 }
 
@@ -200,8 +201,7 @@ fn labels_only(object: &mut DynamicObject) {
 
 /// The watch caches behind [`Cluster::get_watched`],
 /// [`Cluster::count_watched`] and [`Cluster::labels_watched`], started on
-/// first use
-/// and stopped with the last clone of the [`KubeCluster`].
+/// first use and stopped with the last clone of the [`KubeCluster`].
 #[derive(Default)]
 struct Caches {
     stores: Mutex<HashMap<CacheKey, (Store<DynamicObject>, Listed)>>,
@@ -297,6 +297,24 @@ impl KubeCluster {
     }
 }
 
+/// The key of a cache of every object of `resource`, in every namespace.
+fn whole(resource: &ApiResource) -> ObjectKey {
+    ObjectKey {
+        resource: resource.clone(),
+        namespace: None,
+        name: String::new(),
+    }
+}
+
+/// Where a watch cache keeps the object `key`.
+fn object_ref(key: &ObjectKey) -> ObjectRef<DynamicObject> {
+    let reference = ObjectRef::new_with(&key.name, key.resource.clone());
+    match &key.namespace {
+        Some(namespace) => reference.within(namespace),
+        None => reference,
+    }
+}
+
 /// `object` as JSON, less its `managedFields`: nothing the provider reads,
 /// and most of a written object's size (an entry per field manager), which
 /// a reconcile would otherwise hold from each write to its end.
@@ -322,12 +340,8 @@ impl Cluster for KubeCluster {
     ) -> BoxFuture<'a, Result<Option<Value>, kube::Error>> {
         Box::pin(async move {
             let store = self.synced_store(key, Keep::Object).await?;
-            let mut reference = ObjectRef::new_with(&key.name, key.resource.clone());
-            if let Some(namespace) = &key.namespace {
-                reference = reference.within(namespace);
-            }
             store
-                .get(&reference)
+                .get(&object_ref(key))
                 .map(|object| json((*object).clone()))
                 .transpose()
         })
@@ -338,19 +352,10 @@ impl Cluster for KubeCluster {
         key: &'a ObjectKey,
     ) -> BoxFuture<'a, Result<Option<BTreeMap<String, String>>, kube::Error>> {
         Box::pin(async move {
-            let whole = ObjectKey {
-                resource: key.resource.clone(),
-                namespace: None,
-                name: String::new(),
-            };
-            let mut reference = ObjectRef::new_with(&key.name, key.resource.clone());
-            if let Some(namespace) = &key.namespace {
-                reference = reference.within(namespace);
-            }
             Ok(self
-                .synced_store(&whole, Keep::Labels)
+                .synced_store(&whole(&key.resource), Keep::Labels)
                 .await?
-                .get(&reference)
+                .get(&object_ref(key))
                 .map(|object| object.labels().clone()))
         })
     }
@@ -362,13 +367,8 @@ impl Cluster for KubeCluster {
         labels: &'a str,
     ) -> BoxFuture<'a, Result<usize, kube::Error>> {
         Box::pin(async move {
-            let whole = ObjectKey {
-                resource: resource.clone(),
-                namespace: None,
-                name: String::new(),
-            };
             Ok(self
-                .synced_store(&whole, Keep::Labels)
+                .synced_store(&whole(resource), Keep::Labels)
                 .await?
                 .state()
                 .iter()

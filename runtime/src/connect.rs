@@ -111,15 +111,24 @@ impl ProviderConfigTypes {
             .join(",")
     }
 
-    /// The usage object recording that `mr` uses `config`.
-    fn usage_of<K: Managed>(&self, mr: &K, config: &ProviderConfigKey) -> Value {
+    /// [`Self::usage_labels`] as the map a usage carries.
+    fn usage_label_map(&self, key: &ProviderConfigKey) -> BTreeMap<String, String> {
+        self.usage_labels(key)
+            .into_iter()
+            .map(|(label, value)| (label.to_owned(), value))
+            .collect()
+    }
+
+    /// The usage object recording that `mr` uses `config`, labelled
+    /// `labels` ([`Self::usage_label_map`]).
+    fn usage_of<K: Managed>(
+        &self,
+        mr: &K,
+        config: &ProviderConfigKey,
+        labels: &BTreeMap<String, String>,
+    ) -> Value {
         let resource = self.usage_resource(config.kind);
         let uid = mr.uid().unwrap_or_default();
-        let labels: serde_json::Map<String, Value> = self
-            .usage_labels(config)
-            .into_iter()
-            .map(|(label, value)| (label.to_owned(), Value::String(value)))
-            .collect();
         let config_ref = match config.kind {
             ProviderConfigKind::Legacy => json!({ "name": config.name }),
             kind => json!({ "kind": self.resource(kind).kind, "name": config.name }),
@@ -358,7 +367,8 @@ impl Connector {
         {
             return Ok(());
         }
-        let usage = self.types.usage_of(mr, config);
+        let labels = self.types.usage_label_map(config);
+        let usage = self.types.usage_of(mr, config, &labels);
         let at = ObjectKey {
             resource: self.types.usage_resource(config.kind).clone(),
             namespace: mr.namespace(),
@@ -372,15 +382,9 @@ impl Connector {
             .labels_watched(&at)
             .await
             .map_err(ConnectError::Usage)?;
-        let wanted: BTreeMap<String, String> = self
-            .types
-            .usage_labels(config)
-            .into_iter()
-            .map(|(label, value)| (label.to_owned(), value))
-            .collect();
         // A usage the cache has not seen yet (another replica's, or one
         // just written) is applied again, which changes nothing.
-        if existing.as_ref() != Some(&wanted) {
+        if existing.as_ref() != Some(&labels) {
             self.cluster
                 .apply(&at, usage, false)
                 .await
