@@ -22,7 +22,7 @@ ARG CARGO_BUILD="cargo build --profile container --locked \
 
 # Dependencies first, from the manifests and Cargo.lock with stub sources,
 # so a change to our own code reuses this layer and recompiles only our
-# seven crates (xpkg's stubs stay: no image runs it). Their stub artefacts' fingerprints are removed with the stubs.
+# eight crates (xpkg's stubs stay: no image runs it). Their stub artefacts' fingerprints are removed with the stubs.
 COPY Cargo.toml Cargo.lock ./
 COPY crossplane-types/Cargo.toml crossplane-types/
 COPY apis/Cargo.toml apis/
@@ -31,21 +31,22 @@ COPY fakecloud/Cargo.toml fakecloud/
 COPY provider/Cargo.toml provider/
 COPY e2e/Cargo.toml e2e/
 COPY demo/Cargo.toml demo/
+COPY metrics-exposition/Cargo.toml metrics-exposition/
 # The package builder (xpkg) is a workspace member that no image runs: its
 # manifest and stub sources stay, so cargo can load the workspace.
 COPY xpkg/Cargo.toml xpkg/
 RUN set -eu; \
-    for crate in crossplane-types apis runtime fakecloud provider e2e demo xpkg; do mkdir -p "$crate/src"; : > "$crate/src/lib.rs"; done; \
+    for crate in crossplane-types apis runtime fakecloud provider e2e demo xpkg metrics-exposition; do mkdir -p "$crate/src"; : > "$crate/src/lib.rs"; done; \
     mkdir -p fakecloud/benches e2e/src/bin; \
     for main in fakecloud/src/main.rs provider/src/main.rs fakecloud/benches/load.rs fakecloud/benches/console.rs \
                 demo/src/main.rs e2e/src/bin/compose-setup.rs xpkg/src/main.rs; do echo 'fn main() {}' > "$main"; done; \
     $CARGO_BUILD; \
     rm -rf crossplane-types/src apis runtime/src fakecloud/src fakecloud/benches provider/src \
-        e2e/src demo/src \
+        e2e/src demo/src metrics-exposition/src \
         target/container/.fingerprint/crossplane-types-* target/container/.fingerprint/apis-* \
         target/container/.fingerprint/runtime-* target/container/.fingerprint/fakecloud-* \
         target/container/.fingerprint/provider-* target/container/.fingerprint/e2e-* \
-        target/container/.fingerprint/demo-*
+        target/container/.fingerprint/demo-* target/container/.fingerprint/metrics-exposition-*
 
 # The sources the binaries are built from (all of apis, whose manifest the
 # stub step removed), so editing fakecloud's, the provider's or the e2e
@@ -59,6 +60,7 @@ COPY fakecloud/benches fakecloud/benches
 COPY provider/src provider/src
 COPY e2e/src e2e/src
 COPY demo/src demo/src
+COPY metrics-exposition/src metrics-exposition/src
 RUN set -eu; $CARGO_BUILD; mkdir /out; \
     for bin in fakecloud provider demo compose-setup; do cp "target/container/$bin" /out/; done
 

@@ -47,11 +47,15 @@ impl Metrics {
         }
     }
 
-    pub fn encode(&self) -> String {
-        let mut out = String::new();
-        if let Err(err) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
-            tracing::error!(%err, "encoding metrics");
-        }
-        out
+    /// The exposition of every family in `format`, for `/metrics`: the
+    /// format the scrape's `Accept` header asks for
+    /// ([`metrics_exposition::Format::negotiate`]). OpenMetrics is
+    /// `prometheus-client`'s own encoding; the text format is converted
+    /// from it.
+    pub fn encode_as(
+        &self,
+        format: metrics_exposition::Format,
+    ) -> Result<String, metrics_exposition::Error> {
+        metrics_exposition::encode(&self.registry, format)
     }
 }

@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
+use metrics_exposition::Format;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use utoipa::OpenApi;
@@ -258,15 +259,32 @@ async fn readyz(State(state): State<SharedState>) -> Response {
     }
 }
 
-async fn metrics(State(state): State<SharedState>) -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        state.metrics.encode(),
-    )
-        .into_response()
+/// `/metrics` in the format the request's `Accept` header asks for:
+/// OpenMetrics 1.0.0 to a client that names it (Prometheus), the text
+/// format 0.0.4 to everything else (promtool, curl), as Go's promhttp does.
+async fn metrics(State(state): State<SharedState>, headers: HeaderMap) -> Response {
+    let format = Format::from_headers(&headers);
+    match state.metrics.encode_as(format) {
+        Ok(body) => (
+            [
+                (header::CONTENT_TYPE, format.header_value()),
+                // The body depends on Accept: a cache must not serve one
+                // client's format to another.
+                (header::VARY, HeaderValue::from_static("accept")),
+            ],
+            body,
+        )
+            .into_response(),
+        Err(err) => {
+            tracing::error!(%err, ?format, "encoding /metrics");
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "MetricsEncoding",
+                err.to_string(),
+            )
+            .into_response()
+        }
+    }
 }
 
 async fn openapi_json() -> Response {

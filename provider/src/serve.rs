@@ -5,9 +5,10 @@ use std::net::SocketAddr;
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use metrics_exposition::Format;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -42,28 +43,56 @@ async fn readyz(State(ready): State<watch::Receiver<bool>>) -> (StatusCode, &'st
     }
 }
 
-/// Serves `/metrics` in the OpenMetrics text format.
+/// Serves `/metrics` on `addr`, in the format each scrape asks for (see
+/// [`serve_metrics`]).
 pub async fn metrics(
     addr: SocketAddr,
+    metrics: Metrics,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let listener = TcpListener::bind(addr).await?;
+    serve_metrics(listener, metrics, shutdown).await
+}
+
+/// Serves `/metrics` on a bound listener (a test binds port 0 and reads
+/// the port back). The format follows the request's `Accept` header
+/// ([`Format::negotiate`]): OpenMetrics 1.0.0 to a client that asks for
+/// it, as Prometheus does, and the text format 0.0.4 to everything else
+/// (promtool, curl, a browser), as Go's promhttp answers.
+pub async fn serve_metrics(
+    listener: TcpListener,
     metrics: Metrics,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = Router::new()
         .route("/metrics", get(encode))
         .with_state(metrics);
-    let listener = TcpListener::bind(addr).await?;
     tracing::info!(addr = %listener.local_addr()?, "serving /metrics");
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
 }
 
-async fn encode(State(metrics): State<Metrics>) -> impl IntoResponse {
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        metrics.encode(),
-    )
+async fn encode(State(metrics): State<Metrics>, headers: HeaderMap) -> Response {
+    let format = Format::from_headers(&headers);
+    match metrics.encode_as(format) {
+        Ok(body) => (
+            [
+                (header::CONTENT_TYPE, format.header_value()),
+                // The body depends on Accept: a cache must not serve one
+                // client's format to another.
+                (header::VARY, HeaderValue::from_static("accept")),
+            ],
+            body,
+        )
+            .into_response(),
+        Err(err) => {
+            tracing::error!(%err, ?format, "encoding /metrics");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("encoding metrics: {err}\n"),
+            )
+                .into_response()
+        }
+    }
 }

@@ -31,7 +31,9 @@ pub struct KindLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReconcileLabels {
     pub kind: String,
-    /// `success`, `error`, `paused`, `conflict` (the copy was stale: no
+    /// `success`, `error`, `paused`, `missing` (observing a cloud resource
+    /// that does not exist, without Create: polled, not a failure),
+    /// `conflict` (the copy was stale: no
     /// failure, looked at again shortly) or `waiting` (the cloud server
     /// asked to wait: looked at again at its pace).
     pub result: String,
@@ -268,6 +270,17 @@ impl Metrics {
         prometheus_client::encoding::text::encode(&mut out, &self.registry)
             .expect("writing to a String cannot fail");
         out
+    }
+
+    /// The exposition of every family in `format`, for `/metrics`: the
+    /// format a scrape's `Accept` header asks for
+    /// ([`metrics_exposition::Format::negotiate`]), so that Prometheus gets
+    /// OpenMetrics and everything else (promtool, curl) the text format.
+    pub fn encode_as(
+        &self,
+        format: metrics_exposition::Format,
+    ) -> Result<String, metrics_exposition::Error> {
+        metrics_exposition::encode(&self.registry, format)
     }
 
     pub fn record_reconcile(&self, kind: &str, result: &str, took: std::time::Duration) {
