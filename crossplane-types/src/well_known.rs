@@ -55,3 +55,19 @@ pub const POLL_INTERVAL_ANNOTATION: &str = "crossplane.io/poll-interval";
 /// reconcile now; once one has handled it, its value is recorded in
 /// `status.lastHandledReconcileAt` (crossplane-runtime v2's annotation).
 pub const RECONCILE_REQUESTED_AT_ANNOTATION: &str = "crossplane.io/reconcile-requested-at";
+
+/// Crossplane's identifying tags, which crossplane-runtime's
+/// `GetExternalTags` gives every taggable cloud resource a provider
+/// creates, so that people find a managed resource's cloud resource in the
+/// cloud's console: the kind (`vpc.network.fakecloud.m.crossplane.io`,
+/// lower case), its name, its ProviderConfig's name and kind, and, for a
+/// namespaced resource, its namespace.
+pub const EXTERNAL_TAG_KIND: &str = "crossplane-kind";
+/// See [`EXTERNAL_TAG_KIND`].
+pub const EXTERNAL_TAG_NAME: &str = "crossplane-name";
+/// See [`EXTERNAL_TAG_KIND`].
+pub const EXTERNAL_TAG_PROVIDER_CONFIG: &str = "crossplane-providerconfig";
+/// See [`EXTERNAL_TAG_KIND`].
+pub const EXTERNAL_TAG_PROVIDER_CONFIG_KIND: &str = "crossplane-providerconfig-kind";
+/// See [`EXTERNAL_TAG_KIND`]; only on namespaced resources.
+pub const EXTERNAL_TAG_NAMESPACE: &str = "crossplane-namespace";

@@ -82,6 +82,18 @@ impl ProviderProcess {
         extra_args: &[String],
         log: PathBuf,
     ) -> Result<Self, ProviderProcessError> {
+        Self::start_with_env(binary, kubeconfig, &[], extra_args, log)
+    }
+
+    /// [`ProviderProcess::start`] with `env` (`NAME=value` each) set for
+    /// the child too, as a Deployment's `env` would.
+    pub fn start_with_env(
+        binary: &Path,
+        kubeconfig: &Path,
+        env: &[String],
+        extra_args: &[String],
+        log: PathBuf,
+    ) -> Result<Self, ProviderProcessError> {
         if !binary.is_file() {
             return Err(ProviderProcessError::Missing(binary.to_path_buf()));
         }
@@ -90,10 +102,13 @@ impl ProviderProcess {
         let mut args = vec![
             format!("KUBECONFIG={}", kubeconfig.display()),
             "RUST_LOG=info,kube=warn".to_owned(),
+        ];
+        args.extend(env.iter().cloned());
+        args.extend([
             binary.display().to_string(),
             format!("--metrics-addr={metrics_addr}"),
             format!("--health-addr={health_addr}"),
-        ];
+        ]);
         args.extend(extra_args.iter().cloned());
         let process = ManagedProcess::spawn("provider", Path::new("/usr/bin/env"), &args, log)
             .map_err(ProviderProcessError::Spawn)?;

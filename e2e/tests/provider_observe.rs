@@ -159,3 +159,89 @@ async fn the_import_procedure_takes_over_without_an_update_then_applies_changes(
 async fn a_namespaced_import_takes_over_without_an_update() -> anyhow::Result<()> {
     take_over::<Namespaced>().await
 }
+
+/// An observe-only resource whose cloud resource is missing is looked at
+/// again on its poll interval (here its `crossplane.io/poll-interval`
+/// annotation), not on the error backoff, and its Warning Event is written
+/// once, not once a poll (crossplane-runtime v2.4's behaviour).
+#[tokio::test]
+async fn a_missing_observed_resource_is_polled_on_its_interval_not_the_backoff()
+-> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::Event;
+    use kube::Api;
+
+    const POLL: Duration = Duration::from_secs(3);
+    e2e::init_tracing();
+    let world = World::start().await?;
+    let objects = Namespaced::objects(&world.objects);
+    let name = e2e::unique_name("gone");
+    let id = "vpc-0000000000000000f";
+    let errors_before = world
+        .metrics
+        .total("controller_runtime_reconcile_errors_total");
+    objects
+        .apply::<<Namespaced as Scope>::Vpc>(Namespaced::manifest(
+            "network",
+            "VPC",
+            json!({ "name": name, "annotations": {
+                EXTERNAL_NAME_ANNOTATION: id,
+                "crossplane.io/poll-interval": "3s",
+            } }),
+            json!({ "managementPolicies": ["Observe"], "forProvider": { "region": "us-east-1" } }),
+        ))
+        .await?;
+    objects
+        .wait_for::<<Namespaced as Scope>::Vpc>(&name, "Synced=False", WAIT, |v| {
+            condition(v, "Synced").is_some_and(|(status, ..)| status == "False")
+        })
+        .await?;
+    let mark = world.audit_mark().await?;
+    tokio::time::sleep(Duration::from_secs(14)).await;
+
+    let path = format!("/v1/regions/us-east-1/vpcs/{id}");
+    let calls = world.calls(&path, mark).await?;
+    let times: Vec<i64> = calls
+        .iter()
+        .filter(|c| c.path == path && c.method == "GET")
+        .map(|c| c.time.as_millisecond())
+        .collect();
+    // 14 s at 3 s (jittered by 5 %): four or five looks. The backoff would
+    // have looked at 1, 2, 4 and 8 s gaps, then every 60 s.
+    assert!(
+        (3..=6).contains(&times.len()),
+        "looked at {} times in 14 s: {times:?}",
+        times.len()
+    );
+    let low = POLL.mul_f64(0.95).as_millis() as i64 - 250;
+    let high = POLL.mul_f64(1.05).as_millis() as i64 + 1_500;
+    for gap in times.windows(2).map(|w| w[1] - w[0]) {
+        assert!(
+            (low..=high).contains(&gap),
+            "a look {gap} ms after the last, outside {low}..={high}: {times:?}"
+        );
+    }
+    let mutations = world.mutating_calls("/v1/", mark).await?;
+    assert!(mutations.is_empty(), "observe-only mutated: {mutations:?}");
+
+    // One Warning Event, raised once: the state did not change.
+    let events = Api::<Event>::namespaced(world.kube(), e2e::scope::APP)
+        .list(&kube::api::ListParams::default().fields(&format!("involvedObject.name={name}")))
+        .await?
+        .items;
+    let warnings: Vec<(String, i32)> = events
+        .iter()
+        .filter(|e| e.type_.as_deref() == Some("Warning"))
+        .map(|e| (e.reason.clone().unwrap_or_default(), e.count.unwrap_or(1)))
+        .collect();
+    assert_eq!(warnings, vec![("ReconcileError".to_owned(), 1)]);
+    // Not an error in the metrics people alert on.
+    assert_eq!(
+        world
+            .metrics
+            .total("controller_runtime_reconcile_errors_total"),
+        errors_before,
+        "a missing observed resource counted as a reconcile error"
+    );
+    world.shutdown().await;
+    Ok(())
+}

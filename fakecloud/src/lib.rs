@@ -24,8 +24,7 @@ mod db;
 mod error;
 #[cfg(feature = "server")]
 mod faults;
-#[cfg(feature = "server")]
-mod field_rules;
+pub mod field_rules;
 #[cfg(feature = "server")]
 mod kinds;
 #[cfg(feature = "server")]

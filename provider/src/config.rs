@@ -1,5 +1,12 @@
 //! The provider's command-line flags, each with an environment fallback so
 //! the same binary runs from a shell, a Deployment or the demo.
+//!
+//! Flags are written as Crossplane users write them for Go providers (a
+//! `DeploymentRuntimeConfig`'s `args`, copied from Crossplane's docs and
+//! provider-template): every boolean works bare (`--debug` means true), with
+//! a value (`--debug=false`, `--debug false`) and from its variable, as
+//! kingpin's booleans do; provider-template's names (`--poll`, `--sync`,
+//! `--debug`) are accepted beside ours.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -13,10 +20,26 @@ use clap::Parser;
     version
 )]
 pub struct Config {
-    /// How often a healthy resource is observed again. Each requeue adds up
-    /// to 10% random jitter so resources created together spread out.
-    #[arg(long, env = "PROVIDER_POLL_INTERVAL", default_value = "1m", value_parser = humantime::parse_duration)]
+    /// How often a healthy resource is observed again (provider-template's
+    /// `--poll`). Each requeue is moved by a random jitter either side (see
+    /// `--poll-jitter`) so resources created together spread out.
+    #[arg(long, visible_alias = "poll", env = "PROVIDER_POLL_INTERVAL", default_value = "1m", value_parser = humantime::parse_duration)]
     pub poll_interval: Duration,
+
+    /// The most a healthy resource's next poll moves, earlier or later, at
+    /// random (crossplane-runtime's poll jitter hook). Unset: 5 % of the
+    /// resource's poll interval, as the upjet providers set it. A poll is
+    /// never sooner than `--min-poll-interval`. Pending resources keep
+    /// `--pending-poll-interval`, without jitter.
+    #[arg(long, env = "PROVIDER_POLL_JITTER", value_parser = humantime::parse_duration)]
+    pub poll_jitter: Option<Duration>,
+
+    /// How often every watched object is reconciled again, whether or not
+    /// anything changed (provider-template's `--sync`, controller-runtime's
+    /// sync period): a safety net for a change a watch missed. `0s` turns
+    /// it off.
+    #[arg(long, visible_alias = "sync", env = "PROVIDER_SYNC_INTERVAL", default_value = "1h", value_parser = humantime::parse_duration)]
+    pub sync_interval: Duration,
 
     /// The shortest poll period a managed resource's
     /// `crossplane.io/poll-interval` annotation may ask for: shorter ones
@@ -67,12 +90,12 @@ pub struct Config {
 
     /// Honour `spec.managementPolicies`. When false the field is ignored and
     /// `deletionPolicy` alone decides deletion (seed 000, "Feature Gating").
-    #[arg(long, env = "PROVIDER_ENABLE_MANAGEMENT_POLICIES", default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(long, env = "PROVIDER_ENABLE_MANAGEMENT_POLICIES", default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub enable_management_policies: bool,
 
     /// Run controllers only while holding a coordination.k8s.io Lease, so
     /// that several replicas can run with one active.
-    #[arg(long, env = "PROVIDER_LEADER_ELECTION", default_value_t = false, action = clap::ArgAction::Set)]
+    #[arg(long, env = "PROVIDER_LEADER_ELECTION", default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub leader_election: bool,
 
     /// Namespace of the leader-election Lease. Default: the pod's own
@@ -89,8 +112,20 @@ pub struct Config {
     #[arg(long, env = "PROVIDER_HEALTH_ADDR", default_value = "127.0.0.1:8081")]
     pub health_addr: SocketAddr,
 
+    /// Log at debug level (provider-template's `--debug`, short `-d`).
+    /// `RUST_LOG`, when set, wins over it.
+    #[arg(short = 'd', long, env = "PROVIDER_DEBUG", default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub debug: bool,
+
+    /// Do not give created cloud resources Crossplane's identifying tags
+    /// (`crossplane-kind`, `crossplane-name`, `crossplane-providerconfig`,
+    /// `crossplane-providerconfig-kind`, `crossplane-namespace`), which are
+    /// otherwise merged under the user's tags at create.
+    #[arg(long, env = "PROVIDER_NO_EXTERNAL_TAGS", default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub no_external_tags: bool,
+
     /// Log as JSON lines instead of human-readable text.
-    #[arg(long, env = "PROVIDER_LOG_JSON", default_value_t = false, action = clap::ArgAction::Set)]
+    #[arg(long, env = "PROVIDER_LOG_JSON", default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub log_json: bool,
 
     /// Send an entry for every create, update and delete of an external
@@ -98,7 +133,7 @@ pub struct Config {
     /// change logs), over gRPC on `--changelogs-socket-path`. Delivery never
     /// holds up a reconcile; entries it cannot deliver are counted in
     /// `provider_changelog_errors_total`.
-    #[arg(long, env = "PROVIDER_ENABLE_CHANGELOGS", default_value_t = false, action = clap::ArgAction::Set)]
+    #[arg(long, env = "PROVIDER_ENABLE_CHANGELOGS", default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub enable_changelogs: bool,
 
     /// The Unix socket of the change-log sidecar.
@@ -139,6 +174,9 @@ mod tests {
         assert_eq!(config.cloud_timeout, Duration::from_secs(30));
         assert!(config.enable_management_policies);
         assert!(!config.leader_election);
+        assert!(!config.debug && !config.no_external_tags);
+        assert_eq!(config.sync_interval, Duration::from_secs(3_600));
+        assert_eq!(config.poll_jitter, None);
     }
 
     #[test]
@@ -155,6 +193,111 @@ mod tests {
         assert_eq!(config.min_poll_interval, Duration::from_secs(5));
         assert!(!config.enable_management_policies);
         assert!(config.leader_election);
+    }
+
+    /// Every boolean flag, found from the command's own definition, so a
+    /// new one is covered without touching this test.
+    fn boolean_flags() -> Vec<(String, bool)> {
+        use clap::CommandFactory;
+        let command = Config::command();
+        let flags: Vec<(String, bool)> = command
+            .get_arguments()
+            .filter(|arg| {
+                let values: Vec<String> = arg
+                    .get_possible_values()
+                    .iter()
+                    .map(|v| v.get_name().to_owned())
+                    .collect();
+                values == ["true", "false"]
+            })
+            .map(|arg| {
+                let default = arg.get_default_values()[0].to_str().unwrap() == "true";
+                (arg.get_long().unwrap().to_owned(), default)
+            })
+            .collect();
+        assert!(flags.len() >= 6, "{flags:?}");
+        flags
+    }
+
+    fn value_of(args: &[&str], flag: &str) -> bool {
+        use clap::CommandFactory;
+        let mut argv = vec!["provider"];
+        argv.extend(args);
+        let matches = Config::command()
+            .try_get_matches_from(&argv)
+            .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+        *matches.get_one::<bool>(&flag.replace('-', "_")).unwrap()
+    }
+
+    #[test]
+    fn every_boolean_flag_works_bare_with_a_value_and_unset() {
+        for (flag, default) in boolean_flags() {
+            let long = format!("--{flag}");
+            assert!(value_of(&[&long], &flag), "{long} bare means true");
+            assert!(value_of(&[&format!("{long}=true")], &flag), "{long}=true");
+            assert!(
+                !value_of(&[&format!("{long}=false")], &flag),
+                "{long}=false"
+            );
+            assert!(!value_of(&[&long, "false"], &flag), "{long} false");
+            assert_eq!(value_of(&[], &flag), default, "{long} unset");
+            // Bare before another flag takes nothing of it.
+            assert!(value_of(&[&long, "--poll=30s"], &flag), "{long} --poll=30s");
+            let error = Config::try_parse_from(["provider", &format!("{long}=maybe")]).unwrap_err();
+            assert!(error.to_string().contains(&long), "{error}");
+        }
+    }
+
+    #[test]
+    fn the_examples_of_crossplanes_docs_parse() {
+        let config = Config::try_parse_from([
+            "provider",
+            "--enable-changelogs",
+            "--changelogs-socket-path",
+            "/x.sock",
+            "--leader-election",
+            "--debug",
+        ])
+        .unwrap();
+        assert!(config.enable_changelogs && config.leader_election && config.debug);
+        assert_eq!(
+            config.changelogs_socket_path,
+            std::path::Path::new("/x.sock")
+        );
+        assert!(Config::try_parse_from(["provider", "-d"]).unwrap().debug);
+    }
+
+    #[test]
+    fn provider_templates_flag_names_are_aliases() {
+        let config = Config::try_parse_from([
+            "provider",
+            "--poll=30s",
+            "--sync=10m",
+            "--max-reconcile-rate=50",
+        ])
+        .unwrap();
+        assert_eq!(config.poll_interval, Duration::from_secs(30));
+        assert_eq!(config.sync_interval, Duration::from_secs(600));
+        assert_eq!(config.max_reconcile_rate, 50);
+        let long = Config::try_parse_from(["provider", "--sync-interval=0s"]).unwrap();
+        assert_eq!(long.sync_interval, Duration::ZERO);
+        use clap::CommandFactory;
+        let help = Config::command().render_long_help().to_string();
+        for alias in ["--poll", "--sync", "--debug", "--poll-jitter"] {
+            assert!(help.contains(alias), "{alias} listed in --help");
+        }
+    }
+
+    #[test]
+    fn poll_jitter_is_a_duration_unset_by_default() {
+        assert_eq!(
+            Config::try_parse_from(["provider"]).unwrap().poll_jitter,
+            None
+        );
+        let config = Config::try_parse_from(["provider", "--poll-jitter=5s"]).unwrap();
+        assert_eq!(config.poll_jitter, Some(Duration::from_secs(5)));
+        let error = Config::try_parse_from(["provider", "--poll-jitter=some"]).unwrap_err();
+        assert!(error.to_string().contains("--poll-jitter"), "{error}");
     }
 
     #[test]

@@ -172,7 +172,8 @@ impl Fixture {
             .client
             .create_vpc(
                 REGION,
-                &serde_json::from_value(json!({ "cidrBlock": cidr })).unwrap(),
+                &serde_json::from_value(json!({ "cidrBlock": cidr, "tags": provider_tags(name) }))
+                    .unwrap(),
                 Some(&idempotency_key(&uid, None)),
             )
             .await
@@ -214,6 +215,9 @@ fn context(cluster: &Arc<MemoryCluster>) -> Context {
             poll_interval: Duration::from_secs(60),
             min_poll_interval: MIN_POLL,
             pending_poll_interval: PENDING_POLL,
+            poll_jitter: None,
+            sync_interval: Duration::ZERO,
+            external_tags: true,
             management_policies_enabled: true,
         },
         metrics,
@@ -241,7 +245,7 @@ async fn a_create_is_marked_pending_then_succeeded_and_makes_one_resource() {
     assert_eq!(first.result, "success");
     // fakecloud answered the create with the VPC, available (it provisions
     // instantly here): Ready at once, so the next look is a poll.
-    assert_between(first.next, Duration::from_secs(60), Duration::from_secs(66));
+    assert_between(first.next, Duration::from_secs(57), Duration::from_secs(63));
     let id = f
         .annotation::<Vpc>("net", EXTERNAL_NAME_ANNOTATION)
         .expect("the cloud's id is recorded as the external name");
@@ -280,7 +284,7 @@ async fn a_create_is_marked_pending_then_succeeded_and_makes_one_resource() {
     let writes = f.cluster.writes();
     let second = f.reconcile::<Vpc>("net").await;
     assert_eq!(second.result, "success");
-    assert!(matches!(second.next, Next::After(d) if d >= Duration::from_secs(60)));
+    assert!(matches!(second.next, Next::After(d) if d >= Duration::from_secs(57)));
     assert_eq!(f.condition::<Vpc>("net", TYPE_READY).unwrap().0, "True");
     assert_eq!(f.condition::<Vpc>("net", TYPE_SYNCED).unwrap().0, "True");
     assert_eq!(f.cloud_count(Kind::Vpc).await, 1);
@@ -337,7 +341,12 @@ async fn a_create_answered_available_costs_five_writes_and_is_ready_at_once() {
         for_provider(&f, "net"),
         json!({
             "region": REGION, "cidrBlock": "10.0.0.0/16", "enableDnsSupport": true,
-            "enableDnsHostnames": false, "instanceTenancy": "default", "tags": { "team": "a" },
+            "enableDnsHostnames": false, "instanceTenancy": "default",
+            // Crossplane's tags, added at create, late-initialised into
+            // the map beside the user's.
+            "tags": { "team": "a", "crossplane-kind": "vpc.network.fakecloud.crossplane.io",
+                      "crossplane-name": "net", "crossplane-providerconfig": "default",
+                      "crossplane-providerconfig-kind": "ProviderConfig" },
         })
     );
     let mr: Vpc = f.current("net").unwrap();
@@ -415,7 +424,7 @@ async fn a_create_answered_pending_is_ready_when_an_observe_finds_it_available()
     tokio::time::sleep(Duration::from_millis(500)).await;
     let ready = f.reconcile::<Vpc>("net").await;
     assert_eq!(ready.result, "success");
-    assert_between(ready.next, Duration::from_secs(60), Duration::from_secs(66));
+    assert_between(ready.next, Duration::from_secs(57), Duration::from_secs(63));
     assert_eq!(f.condition::<Vpc>("net", TYPE_READY).unwrap().0, "True");
     assert_eq!(
         f.cluster.writes(),
@@ -667,16 +676,30 @@ async fn observe_only_of_a_missing_resource_reports_it_and_creates_nothing() {
         &json!({ "metadata": { "annotations": { EXTERNAL_NAME_ANNOTATION: "vpc-0000000000000000" } } }),
     );
 
-    let outcome = f.reconcile::<Vpc>("theirs").await;
-    assert_eq!(outcome.result, "error");
-    let (status, message) = f.condition::<Vpc>("theirs", TYPE_SYNCED).unwrap();
-    assert_eq!(status, "False");
-    assert!(
-        message.contains("external resource does not exist"),
-        "{message}"
-    );
+    // Looked at again on the poll interval (60 s, jittered by 5 %), not on
+    // the error backoff: for an observer a missing resource is a state.
+    let poll = Duration::from_secs(57)..=Duration::from_secs(63);
+    for round in 0..3 {
+        let outcome = f.reconcile::<Vpc>("theirs").await;
+        assert_eq!(outcome.result, "missing", "round {round}");
+        assert!(
+            matches!(outcome.next, Next::After(wait) if poll.contains(&wait)),
+            "round {round}: {:?}",
+            outcome.next
+        );
+        let (status, message) = f.condition::<Vpc>("theirs", TYPE_SYNCED).unwrap();
+        assert_eq!(status, "False");
+        assert!(
+            message.contains("external resource does not exist"),
+            "{message}"
+        );
+    }
     assert_eq!(f.cloud_count(Kind::Vpc).await, 0);
-    assert_eq!(f.event_reasons(), ["ReconcileError"]);
+    assert_eq!(
+        f.event_reasons(),
+        ["ReconcileError"],
+        "one Warning when it went missing, none per poll"
+    );
     f.cloud.shutdown().await.unwrap();
 }
 
@@ -1253,6 +1276,95 @@ async fn ready_vpc(f: &Fixture, name: &str) -> Outcome {
     ready
 }
 
+/// The tags the provider adds to a VPC `name` it creates here (a legacy
+/// VPC on the ProviderConfig `default`).
+fn provider_tags(name: &str) -> serde_json::Map<String, Value> {
+    let config = crossplane_types::scope::ProviderConfigKey {
+        kind: crossplane_types::scope::ProviderConfigKind::Legacy,
+        namespace: None,
+        name: "default".into(),
+    };
+    runtime::tags::external_tags(
+        "VPC",
+        "network.fakecloud.crossplane.io",
+        name,
+        &config,
+        None,
+    )
+    .into_iter()
+    .map(|(key, value)| (key.to_owned(), Value::String(value)))
+    .collect()
+}
+
+#[tokio::test]
+async fn a_created_resource_carries_crossplanes_tags_under_the_users_and_never_drifts() {
+    let f = Fixture::new().await;
+    f.vpc(
+        "tagged",
+        json!({ "forProvider": { "tags": { "team": "a", "crossplane-name": "mine" } } }),
+    );
+    assert_eq!(f.reconcile::<Vpc>("tagged").await.result, "success");
+    let id = f
+        .annotation::<Vpc>("tagged", EXTERNAL_NAME_ANNOTATION)
+        .unwrap();
+    let vpc = f.client.get_vpc(REGION, &id).await.unwrap().resource;
+    let mut expected = provider_tags("tagged");
+    expected.insert("team".into(), json!("a"));
+    expected.insert("crossplane-name".into(), json!("mine"));
+    assert_eq!(
+        serde_json::to_value(&vpc.tags).unwrap(),
+        Value::Object(expected),
+        "Crossplane's tags under the user's: the user's value wins"
+    );
+
+    // Polls find nothing to change: the added tags are no drift.
+    let mark = audit_mark(&f).await;
+    for _ in 0..2 {
+        assert_eq!(f.reconcile::<Vpc>("tagged").await.result, "success");
+    }
+    let calls = provider_calls_since(&f, mark).await;
+    assert!(calls.iter().all(|c| c.starts_with("GET ")), "{calls:?}");
+    let status = f.cluster.object(&key::<Vpc>("tagged")).unwrap()["status"].clone();
+    assert_eq!(status["drift"], json!({ "count": 0 }), "{status}");
+    assert_ne!(
+        f.condition::<Vpc>("tagged", TYPE_UP_TO_DATE)
+            .map(|(s, _)| s)
+            .as_deref(),
+        Some("False"),
+        "nothing drifted"
+    );
+    f.cloud.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_observed_resource_is_never_tagged() {
+    let f = Fixture::new().await;
+    let theirs = f
+        .client
+        .create_vpc(
+            REGION,
+            &serde_json::from_value(
+                json!({ "cidrBlock": "10.7.0.0/16", "tags": { "owner": "them" } }),
+            )
+            .unwrap(),
+            None,
+        )
+        .await
+        .unwrap()
+        .resource;
+    let mark = audit_mark(&f).await;
+    f.vpc("theirs", json!({ "managementPolicies": ["Observe"] }));
+    annotate_vpc(&f, "theirs", json!({ EXTERNAL_NAME_ANNOTATION: theirs.id }));
+    for _ in 0..2 {
+        assert_eq!(f.reconcile::<Vpc>("theirs").await.result, "success");
+    }
+    let calls = provider_calls_since(&f, mark).await;
+    assert!(calls.iter().all(|c| c.starts_with("GET ")), "{calls:?}");
+    let now = f.client.get_vpc(REGION, &theirs.id).await.unwrap().resource;
+    assert_eq!(now.tags, theirs.tags, "no tag of Crossplane's added");
+    f.cloud.shutdown().await.unwrap();
+}
+
 /// Sets (or, with `null`, removes) annotations of the VPC `name` as a user.
 fn annotate_vpc(f: &Fixture, name: &str, annotations: Value) {
     f.cluster.edit(
@@ -1344,8 +1456,8 @@ async fn an_invalid_poll_interval_is_reported_and_calls_nothing_until_it_changes
     assert_eq!(outcome.result, "success");
     assert_between(
         outcome.next,
-        Duration::from_secs(10),
-        Duration::from_secs(11),
+        Duration::from_millis(9_500),
+        Duration::from_millis(10_500),
     );
     assert_eq!(
         f.condition::<Vpc>("net", TYPE_SYNCED).unwrap().0,
@@ -1359,31 +1471,32 @@ async fn an_invalid_poll_interval_is_reported_and_calls_nothing_until_it_changes
 async fn a_valid_poll_interval_sets_the_next_poll_never_below_the_minimum() {
     let f = Fixture::new().await;
     // Without the annotation: the provider's --poll-interval (60 s here),
-    // plus up to 10% jitter.
+    // moved by up to 5 % either side (the default jitter).
     let ready = ready_vpc(&f, "net").await;
-    assert_between(ready.next, Duration::from_secs(60), Duration::from_secs(66));
+    assert_between(ready.next, Duration::from_secs(57), Duration::from_secs(63));
 
     annotate_vpc(&f, "net", json!({ POLL_INTERVAL_ANNOTATION: "1h30m" }));
     let outcome = f.reconcile::<Vpc>("net").await;
     assert_eq!(outcome.result, "success");
     assert_between(
         outcome.next,
-        Duration::from_secs(5_400),
-        Duration::from_secs(5_940),
+        Duration::from_secs(5_130),
+        Duration::from_secs(5_670),
     );
 
-    // Shorter than --min-poll-interval (2 s here): clamped up to it.
+    // Shorter than --min-poll-interval (2 s here): clamped up to it, and
+    // the jitter never takes it below.
     annotate_vpc(&f, "net", json!({ POLL_INTERVAL_ANNOTATION: "500ms" }));
     let outcome = f.reconcile::<Vpc>("net").await;
-    assert_between(outcome.next, MIN_POLL, MIN_POLL.mul_f64(1.1));
+    assert_between(outcome.next, MIN_POLL, MIN_POLL.mul_f64(1.05));
 
     // Removed: back to the provider's.
     annotate_vpc(&f, "net", json!({ POLL_INTERVAL_ANNOTATION: null }));
     let outcome = f.reconcile::<Vpc>("net").await;
     assert_between(
         outcome.next,
-        Duration::from_secs(60),
-        Duration::from_secs(66),
+        Duration::from_secs(57),
+        Duration::from_secs(63),
     );
     f.cloud.shutdown().await.unwrap();
 }

@@ -20,8 +20,13 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> ExitCode {
     let config = Config::parse();
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,kube=warn"));
+    // RUST_LOG, when set, wins over --debug.
+    let default = if config.debug {
+        "debug,kube=info,hyper_util=info,h2=info,tower=info,rustls=info"
+    } else {
+        "info,kube=warn"
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     if config.log_json {
         tracing_subscriber::fmt()
             .json()

@@ -61,6 +61,16 @@ pub struct Settings {
     /// may ask for; shorter ones are clamped up to it.
     pub min_poll_interval: Duration,
     pub pending_poll_interval: Duration,
+    /// How far a settled resource's next poll moves either side at
+    /// random; `None`: 5 % of its poll interval
+    /// ([`crate::requests::jittered`]).
+    pub poll_jitter: Option<Duration>,
+    /// How often every watched object is reconciled again regardless of
+    /// events (controller-runtime's sync period); zero: never.
+    pub sync_interval: Duration,
+    /// Give created cloud resources Crossplane's identifying tags
+    /// ([`crate::kind::CloudKind::TAGS`]).
+    pub external_tags: bool,
     pub management_policies_enabled: bool,
 }
 
@@ -255,8 +265,10 @@ pub async fn run_controller<K: ManagedKind<C>, C: Connect>(
         connect,
         trigger: wake,
     });
+    let resyncs = resyncs(controller.ctx.settings.sync_interval);
     Controller::for_stream(trigger, reader)
         .reconcile_on(woken)
+        .reconcile_all_on(resyncs)
         .graceful_shutdown_on(shutdown)
         .run(
             reconcile::reconcile::<K, C>,
@@ -269,4 +281,18 @@ pub async fn run_controller<K: ManagedKind<C>, C: Connect>(
             }
         })
         .await;
+}
+
+/// Ticks every `every` (never when zero), for `reconcile_all_on`: the
+/// sync period of controller-runtime (`--sync`), which reconciles every
+/// object in the cache again in case a watch event was missed.
+pub(crate) fn resyncs(every: Duration) -> impl futures::Stream<Item = ()> + Send + 'static {
+    futures::stream::unfold((), move |()| async move {
+        if every.is_zero() {
+            future::pending::<()>().await;
+        }
+        tokio::time::sleep(every).await;
+        tracing::debug!(every = ?every, "sync period: reconciling every object");
+        Some(((), ()))
+    })
 }

@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use crate::connect::Connect;
 use crate::error::ExternalError;
 use crate::session::{Details, Session};
+use crate::tags::TagsField;
 
 /// The cloud's readiness of an observed resource, mapped onto `Ready`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +118,11 @@ pub trait CloudKind<C: Connect>: Sized {
     /// says only that they differ, never a value. Write-only fields (see
     /// [`Self::write_only_drift`]) are always treated so.
     const SENSITIVE_FIELDS: &'static [&'static str] = &[];
+
+    /// Where the kind keeps its cloud tags, if it has any: created
+    /// resources get Crossplane's identifying tags there, under the user's
+    /// ([`crate::tags`]; the provider's `--no-external-tags` turns it off).
+    const TAGS: Option<TagsField> = None;
 
     /// Reads the external resource; `None` when the cloud does not know it.
     fn observe(

@@ -66,6 +66,7 @@ pub mod reconcile;
 pub mod references;
 pub mod requests;
 pub mod session;
+pub mod tags;
 mod turns;
 
 pub use backoff::{Backoff, Intent};
@@ -78,3 +79,4 @@ pub use error::{CloudError, CreateFailure, ExternalError, UnusableConfig};
 pub use events::{EventType, Recorder};
 pub use kind::{CloudKind, Created, ManagedKind, Readiness};
 pub use session::{Details, Session};
+pub use tags::TagsField;

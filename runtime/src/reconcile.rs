@@ -44,6 +44,7 @@ use crate::rate_limit::{Admission, Lane, Wake};
 use crate::references::Resolver;
 use crate::requests::{self, pending_request};
 use crate::session::{Details, Session};
+use crate::tags;
 
 /// The status as JSON-backed generic data, so one code path serves all kinds.
 type Status = ManagedStatus<Value>;
@@ -85,7 +86,7 @@ pub enum Next {
 pub struct Outcome {
     pub next: Next,
     /// The `result` label of `reconciles_total` (`success`, `paused`,
-    /// `conflict`, `error`, `waiting` when the cloud server's pacing
+    /// `missing`, `conflict`, `error`, `waiting` when the cloud server's pacing
     /// deferred it), or `backoff` when a backoff skipped the
     /// reconcile or `deferred` when the rate cap queued it: those are not
     /// counted, as they did nothing.
@@ -181,7 +182,12 @@ pub async fn reconcile_once<K: ManagedKind<C>, C: Connect>(
             let (mut action, mut outcome) = match result {
                 Ok(action) => {
                     ctx.backoff.succeeded(&key);
-                    (action, if run.paused { "paused" } else { "success" })
+                    let outcome = match (run.paused, run.missing) {
+                        (true, _) => "paused",
+                        (_, true) => "missing",
+                        _ => "success",
+                    };
+                    (action, outcome)
                 }
                 Err(error) if error.is_conflict() => {
                     // Our informer's copy was older than a write we just made;
@@ -264,6 +270,8 @@ struct Run<'a, K: ManagedKind<C>, C: Connect> {
     paused: bool,
     /// The object is gone (its finalizer was removed): nothing to write.
     gone: bool,
+    /// Its cloud resource is missing and its policies forbid a create.
+    missing: bool,
     /// How long after a settled reconcile the resource is polled again:
     /// `--poll-interval`, or its `crossplane.io/poll-interval`.
     poll_interval: Duration,
@@ -297,6 +305,7 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
             mr,
             paused: false,
             gone: false,
+            missing: false,
             poll_interval: ctx.settings.poll_interval,
             json: OnceLock::from(json),
             wake,
@@ -486,7 +495,8 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
         match step {
             Step::ReportMissing => {
                 self.report_drift(drift(None)).await;
-                Err(ReconcileError::ExternalMissing)
+                self.report_missing().await;
+                Ok(self.requeue_for(Readiness::Available))
             }
             Step::Create => {
                 // Being created: no difference to show until it is observed.
@@ -611,7 +621,12 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
             &self.spec_json("forProvider"),
             &self.spec_json("initProvider"),
         );
-        let desired = without_keys(&merged, &non_cloud_fields::<K, C>());
+        let mut desired = without_keys(&merged, &non_cloud_fields::<K, C>());
+        if let Some(field) = <K::ForProvider as CloudKind<C>>::TAGS
+            && self.ctx.settings.external_tags
+        {
+            tags::merge_under(&mut desired, field, self.external_tags());
+        }
         let key = idempotency_key(
             &self.mr.uid().unwrap_or_default(),
             self.create_marks().succeeded,
@@ -1071,9 +1086,56 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
 
     fn requeue_for(&self, readiness: Readiness) -> Next {
         match readiness {
-            Readiness::Available => Next::After(jittered(self.poll_interval)),
+            Readiness::Available => Next::After(self.next_poll()),
             _ => Next::After(self.ctx.settings.pending_poll_interval),
         }
+    }
+
+    /// A cloud resource that is missing while the policies forbid creating
+    /// it: `Synced=False` with what to check, looked at again on the poll
+    /// interval. For an observer that is an expected state, not a failure
+    /// (crossplane-runtime v2.4 stopped taking the error backoff for it), so
+    /// it is no error in the metrics, and its Warning event is emitted once
+    /// when it becomes missing, not on every poll while it stays so.
+    async fn report_missing(&mut self) {
+        self.missing = true;
+        let message = ReconcileError::ExternalMissing.to_string();
+        let reported = self
+            .original
+            .condition(TYPE_SYNCED)
+            .is_some_and(|c| !c.is_true() && c.message.as_deref() == Some(message.as_str()));
+        self.set(Condition::reconcile_error(message.clone()));
+        if !reported {
+            warn!("external resource missing; policies forbid creating it");
+            self.event(EventType::Warning, "ReconcileError", &message)
+                .await;
+        }
+    }
+
+    /// Crossplane's identifying tags of this resource ([`tags`]).
+    fn external_tags(&self) -> Vec<(&'static str, String)> {
+        let namespace = self.mr.namespace();
+        tags::external_tags(
+            &K::kind(&()),
+            &K::group(&()),
+            &self.mr.name_any(),
+            &self
+                .mr
+                .resource_spec()
+                .provider_config(namespace.as_deref()),
+            namespace.as_deref(),
+        )
+    }
+
+    /// The poll interval of this resource, jittered.
+    fn next_poll(&self) -> Duration {
+        let settings = &self.ctx.settings;
+        requests::jittered(
+            self.poll_interval,
+            settings.poll_jitter,
+            settings.min_poll_interval,
+            rand::random(),
+        )
     }
 
     fn create_marks(&self) -> CreateMarks {
@@ -1360,12 +1422,6 @@ const RECORD_ATTEMPTS: u32 = 5;
 
 fn now() -> String {
     jiff::Timestamp::now().to_string()
-}
-
-/// Adds up to 10% random jitter, so resources created together do not
-/// poll the cloud in lockstep.
-fn jittered(interval: Duration) -> Duration {
-    interval.mul_f64(1.0 + rand::random::<f64>() * 0.1)
 }
 
 #[cfg(test)]

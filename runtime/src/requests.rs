@@ -34,6 +34,25 @@ pub struct InvalidPollInterval {
     pub reason: &'static str,
 }
 
+/// When a settled resource is polled next: `interval` moved at random by
+/// up to `jitter` either side (crossplane-runtime's `WithPollJitterHook`),
+/// so resources created together spread their polls out instead of
+/// calling the cloud in lockstep for ever. `jitter` unset is 5 % of
+/// `interval`, as the upjet providers set it. `unit` is a random number in
+/// `[0, 1)`, passed in so the bounds can be tested; the result is never
+/// below `floor` (`--min-poll-interval`).
+pub fn jittered(
+    interval: Duration,
+    jitter: Option<Duration>,
+    floor: Duration,
+    unit: f64,
+) -> Duration {
+    let jitter = jitter.unwrap_or_else(|| interval / 20).as_secs_f64();
+    let offset = (unit.clamp(0.0, 1.0) * 2.0 - 1.0) * jitter;
+    let seconds = (interval.as_secs_f64() + offset).max(floor.as_secs_f64());
+    Duration::from_secs_f64(seconds)
+}
+
 /// The poll period of a resource whose `crossplane.io/poll-interval`
 /// annotation is `annotation` (`None` or empty: not set), in a provider
 /// polling every `default` and never more often than every `minimum`.
@@ -150,6 +169,27 @@ mod tests {
 
     fn secs(s: u64) -> Duration {
         Duration::from_secs(s)
+    }
+
+    #[test]
+    fn jitter_moves_a_poll_either_side_within_its_bound() {
+        let minute = secs(60);
+        // Unset: 5 % of the interval, so 57 s .. 63 s.
+        assert_eq!(jittered(minute, None, MIN, 0.0), secs(57));
+        assert_eq!(jittered(minute, None, MIN, 0.5), minute);
+        assert_eq!(jittered(minute, None, MIN, 1.0), secs(63));
+        // Set: that many seconds either side.
+        assert_eq!(jittered(minute, Some(secs(10)), MIN, 0.0), secs(50));
+        assert_eq!(jittered(minute, Some(secs(10)), MIN, 1.0), secs(70));
+        assert_eq!(jittered(minute, Some(Duration::ZERO), MIN, 0.9), minute);
+        // Never below the floor, however wide the jitter.
+        assert_eq!(jittered(secs(2), Some(secs(10)), MIN, 0.0), MIN);
+        // Many draws stay within the bounds and use both sides.
+        let draws: Vec<Duration> = (0..1_000)
+            .map(|_| jittered(minute, Some(secs(6)), MIN, rand::random()))
+            .collect();
+        assert!(draws.iter().all(|d| (secs(54)..=secs(66)).contains(d)));
+        assert!(draws.iter().any(|d| *d < minute) && draws.iter().any(|d| *d > minute));
     }
 
     #[test]

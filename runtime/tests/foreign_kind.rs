@@ -523,6 +523,9 @@ impl Fixture {
             poll_interval: POLL,
             min_poll_interval: Duration::from_secs(1),
             pending_poll_interval: PENDING_POLL,
+            poll_jitter: None,
+            sync_interval: Duration::ZERO,
+            external_tags: true,
             management_policies_enabled: true,
         };
         let metrics = Metrics::new();
@@ -779,8 +782,15 @@ async fn an_observe_only_bucket_that_does_not_exist_is_reported_not_created() {
         json!({ "managementPolicies": ["Observe"] }),
     );
 
+    // Reported, and looked at again on the poll interval: for an observer
+    // a missing resource is a state, not a failure to back off from.
     let outcome = f.reconcile("ghost").await;
-    assert_eq!(outcome.result, "error");
+    assert_eq!(outcome.result, "missing");
+    assert!(
+        matches!(outcome.next, runtime::reconcile::Next::After(wait) if wait >= POLL.mul_f64(0.95)),
+        "{:?}",
+        outcome.next
+    );
     let (synced, reason) = f.condition("ghost", TYPE_SYNCED);
     assert_eq!(
         (synced.as_str(), reason.as_str()),

@@ -96,6 +96,23 @@ pub async fn create<S: Scope>(
         ),
         at["state"] == "available" && at["cidrBlock"] == CIDR,
     );
+    // Crossplane's identifying tags (crossplane-runtime's GetExternalTags),
+    // added at create beside the user's.
+    let tags = &at["tags"];
+    let namespace = kube::ResourceExt::namespace(&ready);
+    verdict.check(
+        format!(
+            "Crossplane's tags on the cloud VPC (crossplane-kind {}, crossplane-name {}, crossplane-namespace {})",
+            tags["crossplane-kind"], tags["crossplane-name"], tags["crossplane-namespace"]
+        ),
+        tags["crossplane-name"] == name
+            && tags["crossplane-kind"]
+                .as_str()
+                .is_some_and(|k| k.starts_with("vpc.network.fakecloud."))
+            && tags["crossplane-providerconfig"].is_string()
+            && tags["crossplane-providerconfig-kind"].is_string()
+            && tags["crossplane-namespace"].as_str() == namespace.as_deref(),
+    );
     let creates = calls.iter().filter(|c| c.method == "POST").count();
     verdict.check(
         format!("created exactly once (saw {creates} POST)"),
@@ -128,7 +145,12 @@ pub async fn change_tags<S: Scope>(
     let changed = stage
         .objects
         .wait_for::<S::Vpc>(&vpc.name, "the new tags observed", READY, |v| {
-            is_ready(v) && at_provider(v)["tags"] == wanted
+            // Crossplane's identifying tags sit beside the user's.
+            let seen = &at_provider(v)["tags"];
+            is_ready(v)
+                && wanted
+                    .as_object()
+                    .is_some_and(|want| want.iter().all(|(k, w)| &seen[k] == w))
         })
         .await?;
     vpc.tags = tags;

@@ -102,6 +102,12 @@ pub async fn import<S: Scope>(
             && at["enableDnsSupport"] == true,
     );
     verdict.check(
+        "the observed VPC carries no tag of Crossplane's (only a create adds them)",
+        at["tags"]
+            .as_object()
+            .is_some_and(|tags| !tags.keys().any(|k| k.starts_with("crossplane-"))),
+    );
+    verdict.check(
         "observe-only left spec.forProvider as written (no late-init)",
         spec_of(&observed) == spec_of(&applied),
     );

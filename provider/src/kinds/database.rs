@@ -23,7 +23,7 @@ use fakecloud::model::DatabaseStatus;
 
 use super::{create_body, deleted, observed, with_name};
 use runtime::ExternalError;
-use runtime::{CloudKind, Created, Details, Readiness, Session};
+use runtime::{CloudKind, Created, Details, Readiness, Session, TagsField};
 
 use crate::cloud::{CloudFailure, FakecloudConnect};
 
@@ -59,6 +59,8 @@ impl<S: Scope> CloudKind<FakecloudConnect> for DatabaseInstanceParameters<S> {
     type Observation = fakecloud::model::DatabaseInstance;
 
     const STEERING_FIELDS: &'static [&'static str] = &["region", "masterPasswordSecretRef"];
+
+    const TAGS: Option<TagsField> = Some(super::TAGS);
 
     /// fakecloud's database update cannot change these. The password is
     /// not among the sensitive fields: it is no `forProvider` field, and

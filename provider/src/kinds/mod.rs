@@ -16,6 +16,13 @@ use serde_json::Value;
 use crate::cloud::{CloudFailure, FakecloudConnect};
 use crate::provider_config::ConfigKind;
 
+/// Where every kind keeps its tags, and fakecloud's limit on them: created
+/// resources get Crossplane's identifying tags there ([`runtime::tags`]).
+const TAGS: runtime::TagsField = runtime::TagsField {
+    field: "tags",
+    max_entries: fakecloud::field_rules::TAGS_MAX,
+};
+
 /// Every controller the CRD gate may start, keyed by CRD: the four managed
 /// kinds in both scopes (the namespaced ones first: Crossplane v2's), which
 /// connect through `connect`, and the three ProviderConfig kinds.

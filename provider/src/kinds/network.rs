@@ -12,7 +12,7 @@ use super::{create_body, deleted, observed};
 use crossplane_types::Scope;
 use runtime::ExternalError;
 
-use runtime::{CloudKind, Created, Details, Readiness, Session};
+use runtime::{CloudKind, Created, Details, Readiness, Session, TagsField};
 
 use crate::cloud::{CloudFailure, FakecloudConnect};
 
@@ -34,6 +34,8 @@ macro_rules! network_kind {
             type Observation = $model;
 
             const STEERING_FIELDS: &'static [&'static str] = &["region"];
+
+            const TAGS: Option<TagsField> = Some(super::TAGS);
 
             const CREATE_ONLY_FIELDS: &'static [&'static str] = &[$($create_only),*];
 

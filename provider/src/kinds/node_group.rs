@@ -11,7 +11,7 @@ use fakecloud::model::NodeGroupStatus;
 
 use super::{create_body, deleted, observed, with_name};
 use runtime::ExternalError;
-use runtime::{CloudKind, Created, Details, Readiness, Session};
+use runtime::{CloudKind, Created, Details, Readiness, Session, TagsField};
 
 use crate::cloud::{CloudFailure, FakecloudConnect};
 
@@ -19,6 +19,8 @@ impl<S: Scope> CloudKind<FakecloudConnect> for NodeGroupParameters<S> {
     type Observation = fakecloud::model::NodeGroup;
 
     const STEERING_FIELDS: &'static [&'static str] = &["region", "clusterName"];
+
+    const TAGS: Option<TagsField> = Some(super::TAGS);
 
     /// fakecloud's node-group update takes version, labels, tags and
     /// scaling only.

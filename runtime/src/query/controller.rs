@@ -199,11 +199,13 @@ pub async fn run_query_controller<Q: QueryKind<C>, C: Connect>(
         owned,
         memory: Mutex::new(HashMap::new()),
     });
+    let resyncs = crate::controller::resyncs(controller.ctx.settings.sync_interval);
     Controller::new(
         Api::<Q>::all(kube),
         watcher::Config::default().any_semantic(),
     )
     .owns_stream(owned_changes)
+    .reconcile_all_on(resyncs)
     .graceful_shutdown_on(shutdown)
     .run(
         reconcile::reconcile::<Q, C>,
