@@ -22,7 +22,9 @@ ARG CARGO_BUILD="cargo build --profile container --locked \
 
 # Dependencies first, from the manifests and Cargo.lock with stub sources,
 # so a change to our own code reuses this layer and recompiles only our
-# eight crates (xpkg's stubs stay: no image runs it). Their stub artefacts' fingerprints are removed with the stubs.
+# eight crates (xpkg's stubs stay: no image runs it). Their stub artefacts' fingerprints are removed with the stubs;
+# a fingerprint is named after the package, and crossplane-types/ and runtime/
+# hold the packages crossplane-managed-types and crossplane-managed-runtime.
 COPY Cargo.toml Cargo.lock ./
 COPY crossplane-types/Cargo.toml crossplane-types/
 COPY apis/Cargo.toml apis/
@@ -43,8 +45,8 @@ RUN set -eu; \
     $CARGO_BUILD; \
     rm -rf crossplane-types/src apis runtime/src fakecloud/src fakecloud/benches provider/src \
         e2e/src demo/src metrics-exposition/src \
-        target/container/.fingerprint/crossplane-types-* target/container/.fingerprint/apis-* \
-        target/container/.fingerprint/runtime-* target/container/.fingerprint/fakecloud-* \
+        target/container/.fingerprint/crossplane-managed-types-* target/container/.fingerprint/apis-* \
+        target/container/.fingerprint/crossplane-managed-runtime-* target/container/.fingerprint/fakecloud-* \
         target/container/.fingerprint/provider-* target/container/.fingerprint/e2e-* \
         target/container/.fingerprint/demo-* target/container/.fingerprint/metrics-exposition-*
 
