@@ -6,9 +6,18 @@
 //! field-level ones in `#[schemars(transform = ...)]`, which (unlike
 //! `KubeSchema`) works on the parameter types that are generic over the
 //! scope.
+//!
+//! Beside the rules, the list semantics of a field ([`list_set`],
+//! [`list_map`], [`list_atomic`]): Kubernetes' own `x-kubernetes-list-type`
+//! and `x-kubernetes-list-map-keys` extensions, declared once on the type.
+//! The API server validates them (no duplicate set elements or map keys)
+//! and server-side apply merges by them; the runtime reads them back from
+//! the kind's CRD to compare such a list with the cloud's regardless of
+//! order (`runtime::lists`).
 
 use kube::core::Rule;
 use schemars::Schema;
+use serde_json::Value;
 
 /// The CEL condition "the policies allow Create". `*` counts as Create.
 const CREATES: &str = "('*' in self.managementPolicies || 'Create' in self.managementPolicies)";
@@ -70,10 +79,140 @@ pub fn never_shrinks(field: &str) -> impl FnMut(&mut Schema) {
     with_rule(Rule::new("self >= oldSelf").message(format!("{field} can only grow").as_str()))
 }
 
+/// The schema extension naming a list's semantics: `atomic`, `set` or
+/// `map` (Kubernetes' `x-kubernetes-list-type`).
+pub const LIST_TYPE: &str = "x-kubernetes-list-type";
+
+/// The schema extension naming the key fields of a `map` list (Kubernetes'
+/// `x-kubernetes-list-map-keys`).
+pub const LIST_MAP_KEYS: &str = "x-kubernetes-list-map-keys";
+
+/// A list field whose order and duplicates mean nothing: a set of scalars
+/// (CIDR blocks, security-group ids). `x-kubernetes-list-type: set`.
+///
+/// Use it where the cloud may return the elements in an order of its own:
+/// the runtime then compares the declared and the observed list as sets,
+/// so a reordering is no drift. Kubernetes requires the elements to be
+/// scalars (or atomic lists and objects) and refuses duplicates.
+///
+/// ```ignore
+/// #[schemars(transform = list_set)]
+/// pub cidr_blocks: Option<Vec<String>>,
+/// ```
+pub fn list_set(schema: &mut Schema) {
+    schema.insert(LIST_TYPE.into(), "set".into());
+}
+
+/// A list of objects identified by the fields `keys` (one or more), whose
+/// order means nothing: ingress rules keyed by `port` and `protocol`.
+/// `x-kubernetes-list-type: map` with `x-kubernetes-list-map-keys: keys`.
+///
+/// The runtime matches the declared items with the observed ones by key,
+/// whatever their order, and compares each pair as it compares objects: a
+/// field the declared item leaves unset is never drift. Kubernetes requires
+/// the items to be objects whose key fields are scalars that are required
+/// or defaulted, and refuses two items with the same key.
+///
+/// ```ignore
+/// #[schemars(transform = list_map(&["port", "protocol"]))]
+/// pub ingress: Option<Vec<IngressRule>>,
+/// ```
+///
+/// # Panics
+///
+/// When `keys` is empty (the API server would refuse the CRD): at schema
+/// generation, so the CRD generator's test catches it.
+pub fn list_map(keys: &[&str]) -> impl FnMut(&mut Schema) + use<> {
+    assert!(!keys.is_empty(), "a map list needs at least one key field");
+    let keys: Vec<Value> = keys.iter().map(|&k| k.into()).collect();
+    move |schema: &mut Schema| {
+        schema.insert(LIST_TYPE.into(), "map".into());
+        schema.insert(LIST_MAP_KEYS.into(), Value::Array(keys.clone()));
+    }
+}
+
+/// A list compared and replaced whole, order included:
+/// `x-kubernetes-list-type: atomic`. This is what an unmarked list means
+/// already, to Kubernetes and to the runtime; say it where the order
+/// matters (an ordered rule list) so that nobody marks it a set later.
+pub fn list_atomic(schema: &mut Schema) {
+    schema.insert(LIST_TYPE.into(), "atomic".into());
+}
+
 /// `rule` added to the schema it is attached to (a field, or a type that
 /// `KubeSchema` cannot derive for because it is generic).
 pub fn with_rule(rule: Rule) -> impl FnMut(&mut Schema) {
     move |schema: &mut Schema| {
         kube::core::validate(schema, rule.clone()).expect("a CEL rule serializes as JSON");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schemars::{JsonSchema, schema_for};
+    use serde_json::json;
+
+    #[derive(JsonSchema)]
+    #[allow(dead_code)]
+    struct Rule {
+        port: u16,
+        protocol: String,
+    }
+
+    #[derive(JsonSchema)]
+    #[serde(rename_all = "camelCase")]
+    #[allow(dead_code)]
+    struct Firewall {
+        #[schemars(transform = list_set)]
+        cidr_blocks: Vec<String>,
+        #[schemars(transform = list_map(&["port", "protocol"]))]
+        rules: Option<Vec<Rule>>,
+        #[schemars(transform = list_atomic)]
+        ordered: Vec<String>,
+        plain: Vec<String>,
+    }
+
+    /// The extensions of one property, and nothing else of it but its
+    /// `type` and `items`, which the transforms must leave alone.
+    fn property(name: &str) -> serde_json::Map<String, Value> {
+        let schema = schema_for!(Firewall).to_value();
+        schema["properties"][name]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| k.starts_with("x-kubernetes-") || *k == "type")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn the_list_transforms_write_exactly_the_kubernetes_extensions() {
+        assert_eq!(
+            Value::Object(property("cidrBlocks")),
+            json!({"type": "array", "x-kubernetes-list-type": "set"})
+        );
+        assert_eq!(
+            Value::Object(property("rules")),
+            json!({"type": ["array", "null"], "x-kubernetes-list-type": "map",
+                   "x-kubernetes-list-map-keys": ["port", "protocol"]})
+        );
+        assert_eq!(
+            Value::Object(property("ordered")),
+            json!({"type": "array", "x-kubernetes-list-type": "atomic"})
+        );
+        assert_eq!(Value::Object(property("plain")), json!({"type": "array"}));
+        // The items are untouched.
+        let schema = schema_for!(Firewall).to_value();
+        assert_eq!(
+            schema["properties"]["cidrBlocks"]["items"],
+            json!({"type": "string"})
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "at least one key")]
+    fn a_map_list_without_keys_is_refused() {
+        let _ = list_map(&[]);
     }
 }

@@ -18,7 +18,8 @@ use crossplane_types::{Condition, ConditionStatus, Drift, DriftAction, DriftedFi
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{Map, Value};
 
-use crate::fields::{drift_patch, merge_init_under};
+use crate::fields::{drift_patch_with, merge_init_under};
+use crate::lists::ListTypes;
 use crate::policy::Actions;
 
 /// What the report is computed from: one observation and the declaration.
@@ -52,7 +53,7 @@ pub struct Difference {
 /// Every differing field of one observation, in no particular order.
 ///
 /// - The resource exists: each `forProvider` field whose value the cloud
-///   does not hold ([`drift_patch`]'s rule: keys the declaration does not
+///   does not hold ([`crate::fields::drift_patch`]'s rule: keys the declaration does not
 ///   name are never drift) is `Update`, `WouldUpdate` without the `Update`
 ///   policy, or `CreateOnly`; each changed write-only field likewise, always
 ///   sensitive; each field only `initProvider` sets whose value the cloud
@@ -63,7 +64,20 @@ pub struct Difference {
 /// - It is missing and the policies lack `Create`: every field a create
 ///   would send (`forProvider` merged over `initProvider`) is `WouldCreate`.
 /// - It is missing and may be created: nothing (it is being created).
+///
+/// Every list compares whole and in order; [`differences_with`] knows the
+/// kind's list semantics.
 pub fn differences(inputs: &Inputs<'_>) -> Vec<Difference> {
+    differences_with(inputs, &ListTypes::default())
+}
+
+/// [`differences`] with the kind's list semantics
+/// ([`crate::lists::for_kind`]), by the rules of
+/// [`crate::fields::drift_patch_with`], which also picks the update patch:
+/// a set or map list whose items the cloud holds in another order is no
+/// difference, and one that differs is reported whole, at the list's path,
+/// as the update sends it.
+pub fn differences_with(inputs: &Inputs<'_>, lists: &ListTypes) -> Vec<Difference> {
     let sensitive = |path: &[String]| inputs.sensitive.contains(&path[0].as_str());
     let Some(observed) = inputs.observed else {
         if inputs.actions.create {
@@ -91,7 +105,7 @@ pub fn differences(inputs: &Inputs<'_>) -> Vec<Difference> {
         }
     };
     let mut found = Vec::new();
-    let declared_drift = Value::Object(drift_patch(inputs.desired, observed));
+    let declared_drift = Value::Object(drift_patch_with(inputs.desired, observed, lists));
     for (path, want) in leaves(&declared_drift) {
         found.push(Difference {
             sensitive: sensitive(&path),
@@ -113,7 +127,7 @@ pub fn differences(inputs: &Inputs<'_>) -> Vec<Difference> {
     // Fields the merged create body holds beyond forProvider's drift: the
     // ones only initProvider sets, which the cloud now owns.
     let merged = merge_init_under(inputs.desired, inputs.init);
-    let merged_drift = Value::Object(drift_patch(&merged, observed));
+    let merged_drift = Value::Object(drift_patch_with(&merged, observed, lists));
     for (path, want) in leaves(&merged_drift) {
         if lookup(&declared_drift, &path).is_none() {
             found.push(Difference {
@@ -444,15 +458,27 @@ mod tests {
         }
 
         fn run(&self, create_only: &[&str], sensitive: &[&str]) -> Vec<Difference> {
-            let mut found = differences(&Inputs {
-                actions: self.actions,
-                desired: &self.desired,
-                init: &self.init,
-                observed: self.observed.as_ref(),
-                write_only: &self.write_only,
-                create_only,
-                sensitive,
-            });
+            self.run_with(create_only, sensitive, &ListTypes::default())
+        }
+
+        fn run_with(
+            &self,
+            create_only: &[&str],
+            sensitive: &[&str],
+            lists: &ListTypes,
+        ) -> Vec<Difference> {
+            let mut found = differences_with(
+                &Inputs {
+                    actions: self.actions,
+                    desired: &self.desired,
+                    init: &self.init,
+                    observed: self.observed.as_ref(),
+                    write_only: &self.write_only,
+                    create_only,
+                    sensitive,
+                },
+                lists,
+            );
             found.sort_by(|a, b| a.path.cmp(&b.path));
             found
         }
@@ -692,6 +718,73 @@ mod tests {
             paths,
             ["subnetIds", "tags.team", "tags[\"kubernetes.io/role\"]"]
         );
+    }
+
+    /// `ingress` keyed by port and protocol, with a set of CIDR blocks in
+    /// each item; `zones` a set.
+    fn firewall_lists() -> ListTypes {
+        ListTypes::from_schema(&json!({"type": "object", "properties": {
+            "ingress": {"type": "array", "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["port", "protocol"],
+                "items": {"type": "object", "properties": {
+                    "cidrs": {"type": "array", "x-kubernetes-list-type": "set"}}}},
+            "zones": {"type": "array", "x-kubernetes-list-type": "set"},
+        }}))
+        .unwrap()
+    }
+
+    #[test]
+    fn lists_the_cloud_reorders_are_no_difference_by_their_semantics() {
+        let mut case = Case::new(
+            json!({"ingress": [{"port": 443, "protocol": "tcp", "cidrs": ["a", "b"]},
+                               {"port": 53, "protocol": "udp"}],
+                   "tags": {"env": "prod"}}),
+            Some(
+                json!({"ingress": [{"port": 53, "protocol": "udp", "description": "dns"},
+                                    {"port": 443, "protocol": "tcp", "cidrs": ["b", "a"]}],
+                        "zones": ["z2", "z1"], "tags": {"env": "prod"}}),
+            ),
+        );
+        // Only initProvider names the zones, in another order: not even
+        // an InitProvider difference.
+        case.init = json!({"zones": ["z1", "z2"]});
+        assert!(case.run_with(&[], &[], &firewall_lists()).is_empty());
+        // Without the list semantics, both lists differ, as before.
+        assert_eq!(
+            case.run(&[], &[])
+                .into_iter()
+                .map(|d| (d.path, d.action))
+                .collect::<Vec<_>>(),
+            [
+                ("ingress".to_owned(), DriftAction::Update),
+                ("zones".to_owned(), DriftAction::InitProvider)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_keyed_list_that_differs_is_reported_whole_at_its_path() {
+        let desired = json!([{"port": 443, "protocol": "tcp", "cidrs": ["a", "b"]},
+                             {"port": 53, "protocol": "udp"}]);
+        let observed = json!([{"port": 53, "protocol": "udp"},
+                              {"port": 443, "protocol": "tcp", "cidrs": ["a"]}]);
+        let mut case = Case::new(
+            json!({"ingress": desired}),
+            Some(json!({"ingress": observed})),
+        );
+        assert_eq!(
+            case.run_with(&[], &[], &firewall_lists()),
+            vec![diff(
+                "ingress",
+                Some(desired.clone()),
+                Some(observed.clone()),
+                DriftAction::Update
+            )]
+        );
+        case.actions = observe_only();
+        let drift = status(case.run_with(&[], &[], &firewall_lists()), None, &now());
+        assert_eq!((drift.count, drift.fields[0].path.as_str()), (1, "ingress"));
+        assert_eq!(drift.fields[0].action, DriftAction::WouldUpdate);
     }
 
     #[test]

@@ -7,8 +7,14 @@
 //! [`serde_json::Value`] keeps those rules in one tested place instead of four
 //! hand-written copies. A field counts as *set* when its key is present and
 //! not `null`: `false`, `0`, `""`, `[]` and `{}` are all set.
+//!
+//! Lists compare whole and in order unless the kind's schema says
+//! otherwise (a set, or a map list keyed by some of its items' fields:
+//! [`crate::lists`]); [`drift_patch_with`] takes those semantics.
 
 use serde_json::{Map, Value};
+
+use crate::lists::{ListType, ListTypes, Node};
 
 /// Deep-merges `init` under `for_provider` for the Create call.
 ///
@@ -43,31 +49,116 @@ pub fn merge_init_under(for_provider: &Value, init: &Value) -> Value {
 ///
 /// Objects are compared key by key, so a key the cloud holds but `desired`
 /// does not name (a tag added by another team, a `desiredSize` owned by an
-/// autoscaler) is never drift. Arrays and scalars compare whole.
+/// autoscaler) is never drift. Arrays and scalars compare whole, arrays in
+/// order: every list is atomic. [`drift_patch_with`] knows the kind's list
+/// semantics; this is it with none.
 pub fn drift_patch(desired: &Value, observed: &Value) -> Map<String, Value> {
+    drift_patch_with(desired, observed, &ListTypes::default())
+}
+
+/// [`drift_patch`] with the kind's list semantics ([`ListTypes`], from
+/// `x-kubernetes-list-type` in its CRD: [`crate::lists::for_kind`]).
+///
+/// - An atomic list (the default) compares whole and in order.
+/// - A set compares as a set: the same elements, in any order, duplicates
+///   ignored. An element the cloud holds beyond the declared ones is
+///   drift: the declared list is the whole list.
+/// - A map list matches each declared item with the observed item of the
+///   same key, in any order, and compares the pair as objects are compared
+///   here (recursively, with the lists inside by their own semantics): a
+///   field the declared item leaves unset is not drift. A declared key the
+///   cloud lacks, or an observed key not declared, is drift.
+///
+/// A list that drifts goes into the patch whole, as declared: a JSON merge
+/// patch (RFC 7386) cannot address list elements and replaces a list whole,
+/// so the update sends the declared list and the cloud ends up holding
+/// exactly it.
+pub fn drift_patch_with(
+    desired: &Value,
+    observed: &Value,
+    lists: &ListTypes,
+) -> Map<String, Value> {
+    match desired {
+        Value::Object(desired) => object_drift(desired, observed, lists.root()),
+        _ => Map::new(),
+    }
+}
+
+/// The drift of an object whose place in the schema is `at`.
+fn object_drift(desired: &Map<String, Value>, observed: &Value, at: &Node) -> Map<String, Value> {
     let mut patch = Map::new();
-    let Value::Object(desired) = desired else {
-        return patch;
-    };
     for (key, want) in desired {
         if want.is_null() {
             continue;
         }
         let have = observed.get(key).unwrap_or(&Value::Null);
+        let field = at.field(key);
         match (want, have) {
-            (Value::Object(_), Value::Object(_)) => {
-                let nested = drift_patch(want, have);
+            (Value::Object(want), Value::Object(_)) => {
+                let nested = object_drift(want, have, field);
                 if !nested.is_empty() {
                     patch.insert(key.clone(), Value::Object(nested));
                 }
             }
-            _ if want != have => {
+            _ if !holds(want, have, field) => {
                 patch.insert(key.clone(), want.clone());
             }
             _ => {}
         }
     }
     patch
+}
+
+/// Whether `have` holds what `want` declares, by the rules of
+/// [`drift_patch_with`], `at` being their place in the schema.
+fn holds(want: &Value, have: &Value, at: &Node) -> bool {
+    match (want, have) {
+        (Value::Object(want), Value::Object(_)) => object_drift(want, have, at).is_empty(),
+        (Value::Array(want), Value::Array(have)) => match at.list() {
+            Some(ListType::Set) => same_set(want, have),
+            Some(ListType::Map { keys }) => same_map(want, have, keys, at.items()),
+            Some(ListType::Atomic) | None => want == have,
+        },
+        _ => want == have,
+    }
+}
+
+/// The same elements, whatever their order and repetitions. Quadratic, as
+/// lists in a spec are short; elements compare whole (Kubernetes requires
+/// a set's elements to be scalars or atomic).
+fn same_set(want: &[Value], have: &[Value]) -> bool {
+    want.iter().all(|w| have.contains(w)) && have.iter().all(|h| want.contains(h))
+}
+
+/// Every declared item matched by key with its own observed item, which
+/// holds it, and no observed item left over. An item that is not an object
+/// (which Kubernetes refuses in a map list) must be found as it is.
+fn same_map(want: &[Value], have: &[Value], keys: &[String], items: &Node) -> bool {
+    let key_of = |item: &Value| -> Option<Vec<Value>> {
+        let item = item.as_object()?;
+        Some(
+            keys.iter()
+                .map(|k| item.get(k).cloned().unwrap_or(Value::Null))
+                .collect(),
+        )
+    };
+    let mut unmatched: Vec<(&Value, Option<Vec<Value>>)> =
+        have.iter().map(|h| (h, key_of(h))).collect();
+    for item in want {
+        let key = key_of(item);
+        let found = unmatched.iter().position(|(other, other_key)| match &key {
+            Some(key) => other_key.as_ref() == Some(key),
+            None => *other == item,
+        });
+        let Some(found) = found else {
+            return false;
+        };
+        let (observed, _) = unmatched.swap_remove(found);
+        if !holds(item, observed, items) {
+            return false;
+        }
+    }
+    unmatched.is_empty()
 }
 
 /// Late initialisation: `for_provider` with every unset field filled from
@@ -208,6 +299,203 @@ mod tests {
             Value::Object(drift_patch(&desired, &observed)),
             json!({"instanceTypes": ["t3.small"], "version": "1.30"})
         );
+    }
+
+    /// A kind's list semantics, as its CRD would state them.
+    fn lists() -> ListTypes {
+        let map = |keys: Value, items: Value| {
+            json!({"type": "array", "x-kubernetes-list-type": "map",
+                   "x-kubernetes-list-map-keys": keys, "items": items})
+        };
+        let set = json!({"type": "array", "x-kubernetes-list-type": "set",
+                         "items": {"type": "string"}});
+        let rule = json!({"type": "object", "properties": {
+            "cidrs": set,
+            "targets": map(json!(["name"]), json!({"type": "object"})),
+        }});
+        ListTypes::from_schema(&json!({"type": "object", "properties": {
+            "cidrBlocks": set,
+            "ports": map(json!(["port"]), json!({"type": "object"})),
+            "rules": map(json!(["port", "protocol"]), rule),
+            "network": {"type": "object", "properties": {
+                "rules": map(json!(["port"]), json!({"type": "object"})),
+            }},
+            "dnsServers": {"type": "array", "items": {"type": "string"}},
+        }}))
+        .expect("a valid schema")
+    }
+
+    fn drift(desired: Value, observed: Value) -> Value {
+        Value::Object(drift_patch_with(&desired, &observed, &lists()))
+    }
+
+    #[test]
+    fn a_set_in_another_order_or_repeated_is_no_drift() {
+        let desired = json!({"cidrBlocks": ["10.0.0.0/8", "192.168.0.0/16", "172.16.0.0/12"]});
+        let observed = json!({"cidrBlocks": ["172.16.0.0/12", "10.0.0.0/8", "192.168.0.0/16",
+                                             "10.0.0.0/8"]});
+        assert_eq!(drift(desired.clone(), observed.clone()), json!({}));
+        // The same lists, atomic, drift: order counts.
+        assert_eq!(Value::Object(drift_patch(&desired, &observed)), desired);
+    }
+
+    #[test]
+    fn a_set_missing_or_adding_an_element_drifts_whole() {
+        let desired = json!({"cidrBlocks": ["10.0.0.0/8", "192.168.0.0/16"]});
+        assert_eq!(
+            drift(desired.clone(), json!({"cidrBlocks": ["192.168.0.0/16"]})),
+            desired,
+            "missing"
+        );
+        assert_eq!(
+            drift(
+                desired.clone(),
+                json!({"cidrBlocks": ["192.168.0.0/16", "0.0.0.0/0", "10.0.0.0/8"]})
+            ),
+            desired,
+            "extra: the declared list is the whole list"
+        );
+        assert_eq!(drift(desired.clone(), json!({})), desired, "absent");
+        assert_eq!(
+            drift(
+                json!({"cidrBlocks": []}),
+                json!({"cidrBlocks": ["10.0.0.0/8"]})
+            ),
+            json!({"cidrBlocks": []}),
+            "declared empty"
+        );
+    }
+
+    #[test]
+    fn a_map_list_matches_items_by_one_key_or_two_whatever_the_order() {
+        let by_port =
+            json!({"ports": [{"port": 80, "name": "http"}, {"port": 443, "name": "https"}]});
+        let observed =
+            json!({"ports": [{"port": 443, "name": "https"}, {"port": 80, "name": "http"}]});
+        assert_eq!(drift(by_port, observed), json!({}));
+
+        // Two keys: 53/tcp and 53/udp are two items, told apart by protocol.
+        let desired = json!({"rules": [
+            {"port": 53, "protocol": "udp", "cidrs": ["10.0.0.0/8"]},
+            {"port": 53, "protocol": "tcp", "cidrs": ["10.1.0.0/16"]},
+            {"port": 22, "protocol": "tcp", "cidrs": ["10.2.0.0/16"]},
+        ]});
+        let observed = json!({"rules": [
+            {"port": 22, "protocol": "tcp", "cidrs": ["10.2.0.0/16"]},
+            {"port": 53, "protocol": "tcp", "cidrs": ["10.1.0.0/16"]},
+            {"port": 53, "protocol": "udp", "cidrs": ["10.0.0.0/8"]},
+        ]});
+        assert_eq!(drift(desired.clone(), observed), json!({}));
+        // Swapping the cidrs of 53/tcp and 53/udp is drift: keys are both fields.
+        let swapped = json!({"rules": [
+            {"port": 22, "protocol": "tcp", "cidrs": ["10.2.0.0/16"]},
+            {"port": 53, "protocol": "tcp", "cidrs": ["10.0.0.0/8"]},
+            {"port": 53, "protocol": "udp", "cidrs": ["10.1.0.0/16"]},
+        ]});
+        assert_eq!(drift(desired.clone(), swapped), desired);
+    }
+
+    #[test]
+    fn a_map_item_whose_other_field_differs_drifts_the_whole_list() {
+        let desired =
+            json!({"ports": [{"port": 80, "name": "http"}, {"port": 443, "name": "https"}]});
+        let observed =
+            json!({"ports": [{"port": 443, "name": "tls"}, {"port": 80, "name": "http"}]});
+        assert_eq!(drift(desired.clone(), observed), desired);
+        // An item the cloud lacks, or holds beyond the declared ones.
+        let fewer = json!({"ports": [{"port": 80, "name": "http"}]});
+        assert_eq!(drift(desired.clone(), fewer), desired);
+        let more = json!({"ports": [{"port": 80, "name": "http"}, {"port": 443, "name": "https"},
+                                    {"port": 8080, "name": "alt"}]});
+        assert_eq!(drift(desired.clone(), more), desired);
+        // Two observed items with one key: one is left over.
+        let twice = json!({"ports": [{"port": 80, "name": "http"}, {"port": 443, "name": "https"},
+                                     {"port": 80, "name": "http"}]});
+        assert_eq!(drift(desired.clone(), twice), desired);
+    }
+
+    #[test]
+    fn a_field_a_declared_map_item_leaves_unset_is_not_drift() {
+        // The cloud fills a description and an id the user never declared.
+        let desired = json!({"ports": [{"port": 443}, {"port": 80, "name": "http", "note": null}]});
+        let observed = json!({"ports": [
+            {"port": 80, "name": "http", "note": "web", "id": "r-1"},
+            {"port": 443, "name": "https", "id": "r-2"},
+        ]});
+        assert_eq!(drift(desired, observed), json!({}));
+    }
+
+    #[test]
+    fn lists_nested_in_map_items_and_objects_follow_their_own_semantics() {
+        let desired = json!({
+            "rules": [{"port": 22, "protocol": "tcp", "cidrs": ["10.0.0.0/8", "10.1.0.0/16"],
+                       "targets": [{"name": "a", "weight": 1}, {"name": "b"}]}],
+            "network": {"rules": [{"port": 1}, {"port": 2}]},
+        });
+        let observed = json!({
+            "rules": [{"port": 22, "protocol": "tcp", "cidrs": ["10.1.0.0/16", "10.0.0.0/8"],
+                       "targets": [{"name": "b", "weight": 5}, {"name": "a", "weight": 1}]}],
+            "network": {"rules": [{"port": 2}, {"port": 1}], "id": "n-1"},
+        });
+        assert_eq!(drift(desired.clone(), observed.clone()), json!({}));
+        // A nested set element differs: the outer list drifts whole.
+        let mut moved = observed.clone();
+        moved["rules"][0]["cidrs"] = json!(["10.1.0.0/16"]);
+        assert_eq!(
+            drift(desired.clone(), moved),
+            json!({"rules": desired["rules"]})
+        );
+        // A nested map item's field differs: likewise.
+        let mut moved = observed.clone();
+        moved["rules"][0]["targets"][1]["weight"] = json!(2);
+        assert_eq!(
+            drift(desired.clone(), moved),
+            json!({"rules": desired["rules"]})
+        );
+        // A map list inside an object: the patch keeps the object around it.
+        let mut moved = observed;
+        moved["network"]["rules"] = json!([{"port": 2}]);
+        assert_eq!(
+            drift(desired.clone(), moved),
+            json!({"network": {"rules": [{"port": 1}, {"port": 2}]}})
+        );
+    }
+
+    #[test]
+    fn unmarked_lists_stay_atomic_beside_marked_ones() {
+        let desired = json!({"dnsServers": ["1.1.1.1", "8.8.8.8"], "other": [{"a": 1}],
+                             "cidrBlocks": ["10.0.0.0/8"]});
+        let observed = json!({"dnsServers": ["8.8.8.8", "1.1.1.1"], "other": [{"a": 1, "b": 2}],
+                              "cidrBlocks": ["10.0.0.0/8"]});
+        assert_eq!(
+            drift(desired, observed),
+            json!({"dnsServers": ["1.1.1.1", "8.8.8.8"], "other": [{"a": 1}]}),
+            "in order and whole, items included"
+        );
+        // Every earlier rule is unchanged by list semantics that do not apply.
+        let desired = json!({"tags": {"a": "2", "b": "3"}, "enableDnsHostnames": false,
+                             "instanceTypes": ["t3.small"], "version": "1.30"});
+        let observed = json!({"tags": {"a": "1"}, "enableDnsHostnames": false,
+                              "instanceTypes": ["t3.small", "t3.large"]});
+        assert_eq!(
+            drift(desired.clone(), observed.clone()),
+            Value::Object(drift_patch(&desired, &observed))
+        );
+    }
+
+    #[test]
+    fn late_init_leaves_declared_lists_and_then_nothing_drifts() {
+        let desired = json!({"ports": [{"port": 443}, {"port": 80}], "cidrBlocks": null});
+        let observed = json!({"ports": [{"port": 80, "name": "http"}, {"port": 443, "name": "https"}],
+                              "cidrBlocks": ["10.1.0.0/16", "10.0.0.0/8"]});
+        let filled = late_initialize(&desired, &observed);
+        assert_eq!(
+            filled,
+            json!({"ports": [{"port": 443}, {"port": 80}],
+                   "cidrBlocks": ["10.1.0.0/16", "10.0.0.0/8"]}),
+            "a declared list is kept as declared, an unset one taken as observed"
+        );
+        assert_eq!(drift(filled, observed), json!({}));
     }
 
     #[test]

@@ -7,7 +7,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::fields::drift_patch;
+use crate::fields::drift_patch_with;
+use crate::lists::ListTypes;
 use crate::policy::Actions;
 
 /// What the cloud said about the external resource.
@@ -55,13 +56,32 @@ pub fn live_step(
     write_only: Map<String, Value>,
     observed: &Observed,
 ) -> Step {
+    live_step_with(
+        actions,
+        desired,
+        write_only,
+        observed,
+        &ListTypes::default(),
+    )
+}
+
+/// [`live_step`] with the kind's list semantics
+/// ([`crate::lists::for_kind`]): a set or map list the cloud holds in
+/// another order is not drift ([`drift_patch_with`]).
+pub fn live_step_with(
+    actions: Actions,
+    desired: &Value,
+    write_only: Map<String, Value>,
+    observed: &Observed,
+    lists: &ListTypes,
+) -> Step {
     match observed {
         Observed::Missing if actions.create => Step::Create,
         Observed::Missing => Step::ReportMissing,
         Observed::Exists { .. } if !actions.update => Step::UpToDate,
         Observed::Exists { deleting: true, .. } => Step::UpToDate,
         Observed::Exists { at_provider, .. } => {
-            let mut patch = drift_patch(desired, at_provider);
+            let mut patch = drift_patch_with(desired, at_provider, lists);
             patch.extend(write_only);
             if patch.is_empty() {
                 Step::UpToDate
