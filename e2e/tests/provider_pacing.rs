@@ -59,13 +59,13 @@ const FULL_POLL: Duration = Duration::from_secs(600);
 /// 5 a second, which is why the cap is 10 (at 5, `2 * COUNT / RATE` would
 /// be 12 s, beyond the 10 s below). On top of that, 2 s of margin for a
 /// busy 2-core machine (both replicas, the API server and fakecloud share
-/// it): the 10% requeue jitter, a reconcile's own calls, the wake of a
+/// it): the poll jitter (5 % either side), a reconcile's own calls, the wake of a
 /// deferred object, a conflict's 200 ms retry.
 ///
 /// So a pending VPC is looked at again within 8.25 s. A look left to the
 /// full poll (600 s, asserted far beyond) would fail this by far, and so
 /// would one left to the 10 s a reconcile waits at most for its own
-/// write's echo (`runtime::controller::CATCH_UP_LIMIT`).
+/// write's echo (`runtime::CATCH_UP_LIMIT`).
 const SLACK: Duration = Duration::from_secs((2 * COUNT / RATE) as u64 + 2);
 /// A label marking this test's objects.
 const BATCH_LABEL: &str = "e2e.fakecloud.dev/batch";

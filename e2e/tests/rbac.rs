@@ -41,14 +41,23 @@ type Permission = (String, String, String);
 /// names every managed kind.
 const MANAGED: &str = "<managed>";
 
+/// `(group, plural)` of each CRD name of `provider`'s kinds.
+fn resources_of(provider: &runtime::Provider) -> impl Iterator<Item = (String, String)> + '_ {
+    provider.crd_names().map(|name| {
+        let (plural, group) = name.split_once('.').expect("<plural>.<group>");
+        (group.to_owned(), plural.to_owned())
+    })
+}
+
+/// The provider as the binary builds it, with no kinds yet.
+fn bare_provider() -> runtime::Provider {
+    runtime::Provider::new("rbac-test", "0.0.0", provider::provider_config::types())
+}
+
 fn managed_resources() -> BTreeSet<(String, String)> {
-    provider::kinds::gated(Default::default())
-        .iter()
-        .filter(|g| !g.kind.contains("ProviderConfig"))
-        .map(|g| {
-            let (plural, group) = g.crd_name.split_once('.').expect("<plural>.<group>");
-            (group.to_owned(), plural.to_owned())
-        })
+    let provider = provider::kinds::add(bare_provider(), &Default::default());
+    resources_of(&provider)
+        .filter(|(_, plural)| !plural.ends_with("providerconfigs"))
         .collect()
 }
 
@@ -57,13 +66,8 @@ fn managed_resources() -> BTreeSet<(String, String)> {
 const QUERY: &str = "<query>";
 
 fn query_resources() -> BTreeSet<(String, String)> {
-    provider::queries::gated(Default::default())
-        .iter()
-        .map(|g| {
-            let (plural, group) = g.crd_name.split_once('.').expect("<plural>.<group>");
-            (group.to_owned(), plural.to_owned())
-        })
-        .collect()
+    let provider = provider::queries::add(bare_provider(), &Default::default());
+    resources_of(&provider).collect()
 }
 
 fn generalise(permission: &Permission, managed: &BTreeSet<(String, String)>) -> Permission {

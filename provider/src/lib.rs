@@ -15,8 +15,6 @@
 
 pub mod cloud;
 pub mod config;
-#[cfg(test)]
-mod flows;
 pub mod kinds;
 pub mod provider_config;
 pub mod queries;
@@ -28,6 +26,9 @@ pub const PROVIDER_NAME: &str = "provider-fakecloud";
 /// The field manager of every server-side apply the provider makes.
 pub const FIELD_MANAGER: &str = "fakecloud-provider";
 
+/// The leader-election Lease (`--leader-election`).
+pub const LEADER_LEASE: &str = "provider-fakecloud-leader";
+
 use std::sync::Arc;
 
 use thiserror::Error;
@@ -36,12 +37,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
 use crate::config::Config;
-use runtime::changelog::ChangeLogger;
-use runtime::cluster::Guard;
-use runtime::gate::Gate;
 use runtime::metrics::Metrics;
-use runtime::pacing::{Ceilings, Pacers};
-use runtime::{Context, KubeCluster, Settings};
+use runtime::pacing::Ceilings;
+use runtime::{Provider, Settings};
 
 /// Why the provider stopped with an error.
 #[derive(Debug, Error)]
@@ -90,74 +88,46 @@ pub async fn run(
         ),
     );
 
-    let pacers = Arc::new(Pacers::new(
-        &metrics,
-        Ceilings {
-            rate: f64::from(config.kube_qps),
-            in_flight: config.kube_max_in_flight,
-        },
-        Ceilings {
-            rate: f64::from(config.cloud_max_rate),
-            in_flight: config.cloud_max_in_flight,
-        },
-    ));
-    let mut ctx = Context::new(
-        Arc::new(KubeCluster::new(
-            kube.clone(),
-            FIELD_MANAGER,
-            Guard::new(pacers.kube().clone()),
-        )),
-        provider_config::types(),
-        Settings {
-            provider_name: PROVIDER_NAME.to_owned(),
-            poll_interval: config.poll_interval,
-            min_poll_interval: config.min_poll_interval,
-            pending_poll_interval: config.pending_poll_interval,
-            poll_jitter: config.poll_jitter,
-            sync_interval: config.sync_interval,
-            external_tags: !config.no_external_tags,
-            management_policies_enabled: config.enable_management_policies,
-        },
-        metrics,
-        config.max_reconcile_rate,
-        pacers,
-    );
-    if config.enable_changelogs {
-        let socket = &config.changelogs_socket_path;
-        info!(socket = %socket.display(), "sending change logs");
-        // Named as crossplane-runtime's providers name themselves in
-        // change logs: `name:version`.
-        let provider = format!("{PROVIDER_NAME}:v{}", env!("CARGO_PKG_VERSION"));
-        ctx.changelog = Some(ChangeLogger::start(socket, provider, &ctx.metrics));
-    }
-    let ctx = Arc::new(ctx);
-
     let connect = Arc::new(cloud::FakecloudConnect::new(config.cloud_timeout));
-    let mut gated = kinds::gated(connect.clone());
-    gated.extend(queries::gated(connect));
-    let gate = Gate::new(ctx, kube.clone(), gated, ready_tx);
-    let result = if config.leader_election {
+    let mut provider = Provider::new(
+        PROVIDER_NAME,
+        env!("CARGO_PKG_VERSION"),
+        provider_config::types(),
+    )
+    .field_manager(FIELD_MANAGER)
+    .settings(Settings {
+        provider_name: PROVIDER_NAME.to_owned(),
+        poll_interval: config.poll_interval,
+        min_poll_interval: config.min_poll_interval,
+        pending_poll_interval: config.pending_poll_interval,
+        poll_jitter: config.poll_jitter,
+        sync_interval: config.sync_interval,
+        external_tags: !config.no_external_tags,
+        management_policies_enabled: config.enable_management_policies,
+    })
+    .kube_ceilings(Ceilings {
+        rate: f64::from(config.kube_qps),
+        in_flight: config.kube_max_in_flight,
+    })
+    .cloud_ceilings(Ceilings {
+        rate: f64::from(config.cloud_max_rate),
+        in_flight: config.cloud_max_in_flight,
+    })
+    .max_reconcile_rate(config.max_reconcile_rate);
+    if config.enable_changelogs {
+        provider = provider.change_logs(&config.changelogs_socket_path);
+    }
+    if config.leader_election {
         let identity = std::env::var("POD_NAME")
             .unwrap_or_else(|_| format!("provider-{}", std::process::id()));
-        let elector = runtime::leader::Elector::new(
-            kube,
-            &config.lease_namespace(std::env::var("POD_NAMESPACE").ok()),
-            "provider-fakecloud-leader",
-            &identity,
-        );
-        tokio::select! {
-            () = shutdown.cancelled() => Ok(()),
-            () = elector.acquire() => {
-                tokio::select! {
-                    () = gate.run(shutdown.cancelled()) => Ok(()),
-                    lost = elector.hold() => Err(RunError::Leader(lost)),
-                }
-            }
-        }
-    } else {
-        gate.run(shutdown.cancelled()).await;
-        Ok(())
-    };
+        let namespace = config.lease_namespace(std::env::var("POD_NAMESPACE").ok());
+        provider = provider.leader_election(&namespace, LEADER_LEASE, &identity);
+    }
+    let provider = queries::add(kinds::add(provider, &connect), &connect);
+    let result = provider
+        .run(kube, metrics, ready_tx, shutdown.cancelled())
+        .await
+        .map_err(RunError::from);
     shutdown.cancel();
     for server in [health, metrics_server] {
         match server.await {

@@ -29,7 +29,7 @@ use runtime::pacing::{Ceilings, Pacers};
 use runtime::reconcile::{Next, Outcome, reconcile_once};
 use runtime::{CATCH_UP_LIMIT, CONFLICT_RETRY, Context, ManagedKind, Settings};
 
-use crate::cloud::FakecloudConnect;
+use provider::cloud::FakecloudConnect;
 use runtime::plan::idempotency_key;
 use runtime::rate_limit::Wake;
 
@@ -209,9 +209,9 @@ fn context(cluster: &Arc<MemoryCluster>) -> Context {
     let pacers = Arc::new(Pacers::new(&metrics, ceilings, ceilings));
     Context::new(
         cluster.clone(),
-        crate::provider_config::types(),
+        provider::provider_config::types(),
         Settings {
-            provider_name: crate::PROVIDER_NAME.to_owned(),
+            provider_name: provider::PROVIDER_NAME.to_owned(),
             poll_interval: Duration::from_secs(60),
             min_poll_interval: MIN_POLL,
             pending_poll_interval: PENDING_POLL,

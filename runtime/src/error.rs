@@ -240,6 +240,8 @@ pub enum ReconcileError {
     ConnectionSecret(#[from] ConnectionError),
     #[error("cannot gather connection details: {0}")]
     ConnectionDetails(#[source] ExternalError),
+    #[error(transparent)]
+    Unreadable(#[from] Unreadable),
     #[error(
         "external resource does not exist, and managementPolicies do not allow Create: check the crossplane.io/external-name annotation"
     )]
@@ -280,4 +282,24 @@ impl ReconcileError {
     pub fn is_conflict(&self) -> bool {
         matches!(self, ReconcileError::Kube { source: kube::Error::Api(status), .. } if status.code == 409)
     }
+}
+
+/// The error of a controller's reconcile, never returned: the reconcilers
+/// turn every failure into a condition and a backoff, so kube's
+/// `Controller` error policy is unused.
+#[derive(Debug, thiserror::Error)]
+#[error("unreachable")]
+pub enum Never {}
+
+/// The managed resource, or its status, cannot be read as JSON: the
+/// reconcile cannot decide anything from it.
+#[derive(Debug, Error)]
+#[error(
+    "cannot read the {what} as JSON ({source}): was it written by another version of the provider? Fix or remove the offending field"
+)]
+pub struct Unreadable {
+    /// What could not be read: `managed resource` or `status`.
+    pub what: &'static str,
+    /// Why.
+    pub source: serde_json::Error,
 }

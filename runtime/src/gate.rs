@@ -26,7 +26,7 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
-use crate::controller::Context;
+use crate::context::Context;
 use crate::metrics::KindLabels;
 
 /// Starts a kind's controller, watching through the client given; it must
@@ -46,10 +46,11 @@ pub type Shutdown = Pin<Box<dyn Future<Output = ()> + Send + Sync>>;
 #[derive(Clone)]
 pub struct Gated {
     /// `<plural>.<group>`, the CRD's name.
-    pub crd_name: &'static str,
-    pub version: &'static str,
+    pub crd_name: String,
+    /// The version whose being served switches it on: the kind's own.
+    pub version: String,
     /// For logs and metrics.
-    pub kind: &'static str,
+    pub kind: String,
     pub start: Starter,
 }
 
@@ -67,7 +68,7 @@ pub struct Gate {
     ctx: Arc<Context>,
     kube: kube::Client,
     kinds: Vec<Gated>,
-    running: HashMap<&'static str, Running>,
+    running: HashMap<String, Running>,
     ready: watch::Sender<bool>,
 }
 
@@ -115,29 +116,27 @@ impl Gate {
                     }
                     Some(Event::InitDone) => {
                         let seen = relisted.take().unwrap_or_default();
-                        let gone: Vec<&'static str> = self
+                        let gone: Vec<String> = self
                             .running
                             .keys()
-                            .copied()
-                            .filter(|name| !seen.iter().any(|s| s == name))
+                            .filter(|name| !seen.contains(name))
+                            .cloned()
                             .collect();
                         for name in gone {
-                            self.stop(name, "CRD deleted").await;
+                            self.stop(&name, "CRD deleted").await;
                         }
                         let _ = self.ready.send(true);
                     }
                     Some(Event::Apply(crd)) => self.observe(&crd),
                     Some(Event::Delete(crd)) => {
-                        if let Some(name) = self.kinds.iter().map(|k| k.crd_name).find(|n| *n == crd.name_any()) {
-                            self.stop(name, "CRD deleted").await;
-                        }
+                        self.stop(&crd.name_any(), "CRD deleted").await;
                     }
                 },
             }
         }
-        let names: Vec<&'static str> = self.running.keys().copied().collect();
+        let names: Vec<String> = self.running.keys().cloned().collect();
         for name in names {
-            self.stop(name, "provider shutting down").await;
+            self.stop(&name, "provider shutting down").await;
         }
     }
 
@@ -152,7 +151,7 @@ impl Gate {
         else {
             return;
         };
-        if self.running.contains_key(gated.crd_name) || !is_active(crd, gated.version) {
+        if self.running.contains_key(&gated.crd_name) || !is_active(crd, &gated.version) {
             return;
         }
         info!(
@@ -160,7 +159,7 @@ impl Gate {
             crd = gated.crd_name,
             "CRD established; starting controller"
         );
-        self.ctx.activations.mark(gated.kind, Instant::now());
+        self.ctx.activations.mark(&gated.kind, Instant::now());
         let (stop, stopped) = oneshot::channel::<()>();
         let shutdown: Shutdown = Box::pin(async move {
             let _ = stopped.await;
@@ -170,13 +169,14 @@ impl Gate {
             .metrics
             .active_controllers
             .get_or_create(&KindLabels {
-                kind: gated.kind.to_owned(),
+                kind: gated.kind.clone(),
             })
             .set(1);
         self.running.insert(gated.crd_name, Running { stop, task });
     }
 
-    async fn stop(&mut self, crd_name: &'static str, why: &'static str) {
+    /// Stops the controller started for `crd_name`, if one runs.
+    async fn stop(&mut self, crd_name: &str, why: &'static str) {
         let Some(running) = self.running.remove(crd_name) else {
             return;
         };
@@ -184,7 +184,7 @@ impl Gate {
             .kinds
             .iter()
             .find(|k| k.crd_name == crd_name)
-            .map_or("?", |k| k.kind);
+            .map_or("?", |k| k.kind.as_str());
         info!(kind, crd = crd_name, why, "stopping controller");
         let _ = running.stop.send(());
         let abort = running.task.abort_handle();

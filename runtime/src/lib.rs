@@ -46,6 +46,7 @@ pub mod changelog;
 pub mod cluster;
 pub mod connect;
 pub mod connection;
+pub mod context;
 pub mod controller;
 pub mod drift;
 pub mod echo;
@@ -54,12 +55,15 @@ pub mod events;
 pub mod fields;
 pub mod gate;
 pub mod kind;
+#[cfg(feature = "rustls-tls")]
 pub mod kube_client;
 pub mod leader;
+pub mod lists;
 pub mod metrics;
 pub mod pacing;
 pub mod plan;
 pub mod policy;
+pub mod provider;
 pub mod query;
 pub mod rate_limit;
 pub mod reconcile;
@@ -72,11 +76,11 @@ mod turns;
 pub use backoff::{Backoff, Intent};
 pub use cluster::{Cluster, KubeCluster};
 pub use connect::{Connect, Connector, ProviderConfigTypes};
-pub use controller::{
-    CATCH_UP_LIMIT, CONFLICT_RETRY, Context, Settings, kind_label, run_controller,
-};
+pub use context::{CATCH_UP_LIMIT, CONFLICT_RETRY, Context, Settings, kind_label};
+pub use controller::run_controller;
 pub use error::{CloudError, CreateFailure, ExternalError, UnusableConfig};
 pub use events::{EventType, Recorder};
 pub use kind::{CloudKind, Created, ManagedKind, Readiness};
+pub use provider::Provider;
 pub use session::{Details, Session};
 pub use tags::TagsField;

@@ -11,7 +11,7 @@ use axum::http::HeaderMap;
 use axum::http::header::{HOST, ORIGIN};
 
 use super::error::ConsoleError;
-use super::session::same_secret;
+use super::secret::same_secret;
 
 /// The form field holding the session's token.
 pub const FIELD: &str = "csrf";

@@ -20,7 +20,8 @@ use maud::{DOCTYPE, Markup, html};
 use serde::Deserialize;
 
 use super::error::ConsoleError;
-use super::session::{self, CurrentSession, LIFETIME, same_secret};
+use super::secret::same_secret;
+use super::session::{self, CurrentSession, LIFETIME};
 use super::{ConsoleState, csrf};
 
 /// The delay after the first failure; each further one doubles it.

@@ -32,6 +32,7 @@ mod html;
 mod live;
 mod login;
 mod pages;
+mod secret;
 mod session;
 #[cfg(test)]
 mod tests;

@@ -18,7 +18,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use cookie::{Cookie, SameSite};
 use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 
 use super::error::ConsoleError;
 use super::{ConsoleState, csrf};
@@ -36,11 +35,6 @@ pub const LIFETIME: Duration = Duration::from_secs(12 * 3600);
 const MAX_SESSIONS: usize = 1024;
 /// Largest form body read for the cross-site check.
 const FORM_LIMIT: usize = 64 * 1024;
-
-/// Compares two secrets in time that depends on their lengths only.
-pub fn same_secret(sent: &str, expected: &str) -> bool {
-    sent.as_bytes().ct_eq(expected.as_bytes()).into()
-}
 
 fn random_hex() -> String {
     hex::encode(rand::random::<[u8; 32]>())
@@ -339,14 +333,6 @@ mod tests {
         );
         assert_eq!(cookie_id(&headers).as_deref(), Some("xyz"));
         assert_eq!(cookie_id(&HeaderMap::new()), None);
-    }
-
-    #[test]
-    fn secrets_compare_whole() {
-        assert!(same_secret("token", "token"));
-        assert!(!same_secret("token", "tokeN"));
-        assert!(!same_secret("tok", "token"));
-        assert!(!same_secret("", "token"));
     }
 
     #[test]

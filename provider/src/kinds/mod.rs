@@ -8,8 +8,8 @@ mod node_group;
 use std::sync::Arc;
 
 use fakecloud::client::{ClientError, Versioned};
-use runtime::gate::{Gated, Shutdown, Starter};
-use runtime::{Context, ExternalError, ManagedKind, run_controller};
+use runtime::gate::{Shutdown, Starter};
+use runtime::{Context, ExternalError, Provider};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -23,57 +23,34 @@ const TAGS: runtime::TagsField = runtime::TagsField {
     max_entries: fakecloud::field_rules::TAGS_MAX,
 };
 
-/// Every controller the CRD gate may start, keyed by CRD: the four managed
-/// kinds in both scopes (the namespaced ones first: Crossplane v2's), which
-/// connect through `connect`, and the three ProviderConfig kinds.
-pub fn gated(connect: Arc<FakecloudConnect>) -> Vec<Gated> {
+/// `provider` with the four managed kinds in both scopes (the namespaced
+/// ones first: Crossplane v2's), which connect through `connect`, and the
+/// three ProviderConfig kinds' controllers.
+pub fn add(provider: Provider, connect: &Arc<FakecloudConnect>) -> Provider {
     use apis::kinds::provider_config::{self, m};
     use apis::kinds::{database_instance, nodegroup, subnet, vpc};
-    vec![
-        managed::<vpc::m::Vpc>(&connect),
-        managed::<subnet::m::Subnet>(&connect),
-        managed::<nodegroup::m::NodeGroup>(&connect),
-        managed::<database_instance::m::DatabaseInstance>(&connect),
-        managed::<vpc::Vpc>(&connect),
-        managed::<subnet::Subnet>(&connect),
-        managed::<nodegroup::NodeGroup>(&connect),
-        managed::<database_instance::DatabaseInstance>(&connect),
-        config::<m::ProviderConfig>(),
-        config::<m::ClusterProviderConfig>(),
-        config::<provider_config::ProviderConfig>(),
-    ]
+    provider
+        .managed::<vpc::m::Vpc, _>(connect.clone())
+        .managed::<subnet::m::Subnet, _>(connect.clone())
+        .managed::<nodegroup::m::NodeGroup, _>(connect.clone())
+        .managed::<database_instance::m::DatabaseInstance, _>(connect.clone())
+        .managed::<vpc::Vpc, _>(connect.clone())
+        .managed::<subnet::Subnet, _>(connect.clone())
+        .managed::<nodegroup::NodeGroup, _>(connect.clone())
+        .managed::<database_instance::DatabaseInstance, _>(connect.clone())
+        .controller::<m::ProviderConfig>(config::<m::ProviderConfig>())
+        .controller::<m::ClusterProviderConfig>(config::<m::ClusterProviderConfig>())
+        .controller::<provider_config::ProviderConfig>(config::<provider_config::ProviderConfig>())
 }
 
-/// The gate entry of a kind, keyed by its CRD's name (the query kinds'
-/// too, [`crate::queries`]).
-pub(crate) fn entry<K: kube::Resource<DynamicType = ()>>(start: Starter) -> Gated {
-    // Once per kind at start-up: labels that live as long as the process.
-    let crd_name = format!("{}.{}", K::plural(&()), K::group(&()));
-    Gated {
-        crd_name: crd_name.leak(),
-        version: "v1alpha1",
-        kind: runtime::kind_label::<K>().leak(),
-        start,
-    }
-}
-
-/// The gate entry of a managed kind: its controller is the generic one.
-fn managed<K: ManagedKind<FakecloudConnect>>(connect: &Arc<FakecloudConnect>) -> Gated {
-    let connect = connect.clone();
-    entry::<K>(Arc::new(
-        move |ctx: Arc<Context>, kube: kube::Client, shutdown: Shutdown| {
-            Box::pin(run_controller::<K, _>(ctx, connect.clone(), kube, shutdown))
-        },
-    ))
-}
-
-/// The gate entry of a ProviderConfig kind.
-fn config<P: ConfigKind>() -> Gated {
-    entry::<P>(Arc::new(
+/// The controller of a ProviderConfig kind: usage counts and the in-use
+/// finalizer ([`crate::provider_config`]).
+fn config<P: ConfigKind>() -> Starter {
+    Arc::new(
         |ctx: Arc<Context>, kube: kube::Client, shutdown: Shutdown| {
             Box::pin(crate::provider_config::run::<P>(ctx, kube, shutdown))
         },
-    ))
+    )
 }
 
 /// An observation from a `get_*` call: the resource, or `None` when the

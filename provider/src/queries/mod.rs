@@ -18,41 +18,22 @@ use apis::kinds::query::FilterBase;
 use apis::kinds::{DatabaseInstanceQuery, NodeGroupQuery, SubnetQuery, VpcQuery};
 use fakecloud::client::{ClientError, ListOptions};
 use fakecloud::model::Page as CloudPage;
-use runtime::gate::{Gated, Shutdown};
-use runtime::query::{Found, Page, QueryKind, run_query_controller};
-use runtime::{Context, ExternalError};
+use runtime::query::{Found, Page};
+use runtime::{ExternalError, Provider};
 
 use crate::cloud::{CloudFailure, FakecloudConnect};
-use crate::kinds::entry;
 
 /// Resources per list call: enough that a thousand matches take two calls,
 /// few enough that one answer stays small.
 pub const PAGE_SIZE: u32 = 500;
 
-/// Every query controller the CRD gate may start, which list through
-/// `connect`.
-pub fn gated(connect: Arc<FakecloudConnect>) -> Vec<Gated> {
-    vec![
-        query::<VpcQuery>(&connect),
-        query::<SubnetQuery>(&connect),
-        query::<NodeGroupQuery>(&connect),
-        query::<DatabaseInstanceQuery>(&connect),
-    ]
-}
-
-/// The gate entry of a query kind: its controller is the runtime's.
-fn query<Q: QueryKind<FakecloudConnect>>(connect: &Arc<FakecloudConnect>) -> Gated {
-    let connect = connect.clone();
-    entry::<Q>(Arc::new(
-        move |ctx: Arc<Context>, kube: kube::Client, shutdown: Shutdown| {
-            Box::pin(run_query_controller::<Q, _>(
-                ctx,
-                connect.clone(),
-                kube,
-                shutdown,
-            ))
-        },
-    ))
+/// `provider` with the four query kinds, which list through `connect`.
+pub fn add(provider: Provider, connect: &Arc<FakecloudConnect>) -> Provider {
+    provider
+        .query::<VpcQuery, _>(connect.clone())
+        .query::<SubnetQuery, _>(connect.clone())
+        .query::<NodeGroupQuery, _>(connect.clone())
+        .query::<DatabaseInstanceQuery, _>(connect.clone())
 }
 
 /// fakecloud's list options for one page of a filter: its tags, as

@@ -35,6 +35,7 @@
 pub mod controller;
 pub mod plan;
 pub mod reconcile;
+mod state;
 pub mod status;
 
 use std::future::Future;

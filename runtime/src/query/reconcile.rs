@@ -16,17 +16,17 @@ use kube::{Resource, ResourceExt};
 use serde_json::json;
 use tracing::{Instrument, info, info_span, warn};
 
-use super::controller::{Asked, QueryController};
 use super::plan::{self, Desired, Found, Template};
+use super::state::{Asked, QueryController};
 use super::status::{self, Noun, Outcome};
 use super::{Page, QueryKind};
 use crate::backoff::Intent;
 use crate::cluster::ObjectKey;
 use crate::connect::Connect;
-use crate::controller::{CONFLICT_RETRY, kind_label};
+use crate::context::{CONFLICT_RETRY, kind_label};
+use crate::error::Never;
 use crate::error::{ConnectError, ExternalError};
 use crate::events::EventType;
-use crate::reconcile::Never;
 use crate::requests::{self, InvalidPollInterval};
 
 /// Pages one listing may take before the cloud is deemed to page for

@@ -1,0 +1,194 @@
+//! What every reconcile of every controller shares: the [`Settings`] it
+//! reads, and the [`Context`] (the cluster, the metrics, the rate cap, the
+//! connector, the backoff, the pacing of every server) it runs in.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::activation::Activations;
+use crate::backoff::Backoff;
+use crate::changelog::ChangeLogger;
+use crate::cluster::Cluster;
+use crate::connect::{Connector, ProviderConfigTypes};
+use crate::echo;
+use crate::error::ExternalError;
+use crate::events::Recorder;
+use crate::metrics::Metrics;
+use crate::pacing::{Answer, Deferral, Pacer, Pacers, Pacing};
+use crate::rate_limit::LaneLimiter;
+
+/// How soon a reconcile that met a resourceVersion conflict (its copy was
+/// stale) runs again, in every controller: quietly, without a backoff.
+pub const CONFLICT_RETRY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// How long a reconcile handed a copy older than this process's own last
+/// write waits at most for the watch to deliver the newer one. The watch
+/// event wakes it first ([`echo`]); this bound only matters if that event
+/// never comes.
+pub const CATCH_UP_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The label of kind `K` in metrics, logs and activation tracking: its
+/// kind, followed by `.m` for the kinds of a `*.m.crossplane.io` group
+/// (the namespaced managed kinds and their ProviderConfigs), so that
+/// `VPC` (legacy, cluster-scoped) and `VPC.m` (namespaced) are told apart.
+pub fn kind_label<K: kube::Resource<DynamicType = ()>>() -> String {
+    let kind = K::kind(&());
+    if K::group(&()).contains(".m.") {
+        format!("{kind}.m")
+    } else {
+        kind.into_owned()
+    }
+}
+
+/// Settings the reconciler reads on every run.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The provider's name: the `source.component` of its Events.
+    pub provider_name: String,
+    pub poll_interval: Duration,
+    /// The shortest poll period a `crossplane.io/poll-interval` annotation
+    /// may ask for; shorter ones are clamped up to it.
+    pub min_poll_interval: Duration,
+    pub pending_poll_interval: Duration,
+    /// How far a settled resource's next poll moves either side at
+    /// random; `None`: 5 % of its poll interval
+    /// ([`crate::requests::jittered`]).
+    pub poll_jitter: Option<Duration>,
+    /// How often every watched object is reconciled again regardless of
+    /// events (controller-runtime's sync period); zero: never.
+    pub sync_interval: Duration,
+    /// Give created cloud resources Crossplane's identifying tags
+    /// ([`crate::kind::CloudKind::TAGS`]).
+    pub external_tags: bool,
+    pub management_policies_enabled: bool,
+}
+
+/// What every reconcile shares. Its Kubernetes side is a [`Cluster`], so
+/// that reconciles run the same on an API server and in unit tests;
+/// watches take their own `kube::Client`.
+pub struct Context {
+    pub cluster: Arc<dyn Cluster>,
+    pub settings: Settings,
+    pub metrics: Metrics,
+    pub limiter: LaneLimiter,
+    pub connector: Connector,
+    pub recorder: Recorder,
+    pub backoff: Backoff,
+    pub activations: Activations,
+    /// Versions this process wrote, whose watch events are dropped.
+    pub own_writes: echo::OwnWrites,
+    /// Where change-log entries go, when change logs are enabled.
+    pub changelog: Option<ChangeLogger>,
+    /// The pacing of every server: the API server's, and each cloud
+    /// server's (see [`crate::pacing`]).
+    pub pacers: Arc<Pacers>,
+}
+
+/// Reconciles in flight per request the API server's pacing allows in
+/// flight: a reconcile has at most one request out at a time and spends
+/// part of its time between requests, so twice as many keep the API
+/// server's allowance in use without piling up reconciles (and their
+/// copies of objects) that can only wait.
+pub const RECONCILES_PER_KUBE_REQUEST: usize = 2;
+
+impl Context {
+    /// The context of a provider whose ProviderConfig and usage kinds are
+    /// `provider_configs`, whose calls to every server are paced by
+    /// `pacers`, and which starts at most `max_reconcile_rate` reconciles
+    /// a second. Reconciles in flight are bounded by the API server's
+    /// pacing ([`RECONCILES_PER_KUBE_REQUEST`]).
+    pub fn new(
+        cluster: Arc<dyn Cluster>,
+        provider_configs: ProviderConfigTypes,
+        settings: Settings,
+        metrics: Metrics,
+        max_reconcile_rate: u32,
+        pacers: Arc<Pacers>,
+    ) -> Self {
+        let kube = pacers.kube().clone();
+        let in_flight = move || kube.in_flight_limit() * RECONCILES_PER_KUBE_REQUEST;
+        Self {
+            connector: Connector::new(
+                cluster.clone(),
+                provider_configs,
+                metrics.clone(),
+                pacers.clone(),
+            ),
+            recorder: Recorder::new(cluster.clone(), &settings.provider_name),
+            cluster,
+            settings,
+            limiter: LaneLimiter::new(max_reconcile_rate, &metrics).in_flight_by(in_flight),
+            metrics,
+            backoff: Backoff::default(),
+            activations: Activations::default(),
+            own_writes: echo::OwnWrites::default(),
+            changelog: None,
+            pacers,
+        }
+    }
+
+    /// Runs one call of a reconcile to the cloud under its server's pacing
+    /// (sent again once if the server pushes back, after the pause it
+    /// asked for), counting each attempt by operation and outcome; a
+    /// [`Deferral`], the call not made, when it gives way
+    /// ([`Pacing::run`]).
+    pub(crate) async fn call<T, F, Fut>(
+        &self,
+        kind: &str,
+        operation: &str,
+        pacing: &Pacing<'_>,
+        call: F,
+    ) -> Result<Result<T, ExternalError>, Deferral>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T, ExternalError>>,
+    {
+        let counted = || self.counted(kind, operation, call());
+        pacing.run(counted, answer).await
+    }
+
+    /// As [`Self::call`], for a call outside any reconcile (a query's
+    /// listing), which waits for its start.
+    pub(crate) async fn call_unadmitted<T, F, Fut>(
+        &self,
+        kind: &str,
+        operation: &str,
+        pacer: &Pacer,
+        call: F,
+    ) -> Result<T, ExternalError>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T, ExternalError>>,
+    {
+        let counted = || self.counted(kind, operation, call());
+        pacer.run(None, counted, answer).await
+    }
+
+    /// One attempt of a call, counted by operation and outcome.
+    async fn counted<T>(
+        &self,
+        kind: &str,
+        operation: &str,
+        attempt: impl Future<Output = Result<T, ExternalError>>,
+    ) -> Result<T, ExternalError> {
+        let result = attempt.await;
+        let status = match &result {
+            Ok(_) => "ok".to_owned(),
+            Err(ExternalError::Cloud(e)) => e
+                .status()
+                .map_or_else(|| "error".to_owned(), |s| s.to_string()),
+            Err(_) => "error".to_owned(),
+        };
+        self.metrics.record_cloud_call(kind, operation, &status);
+        result
+    }
+}
+
+/// What a cloud call's result says about its server's load.
+fn answer<T>(result: &Result<T, ExternalError>) -> Answer {
+    result
+        .as_ref()
+        .err()
+        .map_or(Answer::Good, ExternalError::answer)
+}

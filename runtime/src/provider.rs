@@ -1,0 +1,241 @@
+//! [`Provider`]: a whole provider from its parts, run until shutdown.
+//!
+//! A provider author names what is theirs (the managed kinds with the
+//! [`Connect`] each uses, query kinds, controllers of their own such as the
+//! ProviderConfig ones) and, optionally, the settings, ceilings, change
+//! logs and leader election; [`Provider::run`] builds the shared
+//! [`Context`], starts each kind's controller when its CRD is established
+//! (late activation, [`crate::gate`]) and returns when every controller
+//! has stopped. A kind's CRD name and version come from the kind itself,
+//! so a kind at any version starts.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tracing::info;
+
+use crate::changelog::ChangeLogger;
+use crate::cluster::{Guard, KubeCluster};
+use crate::connect::{Connect, ProviderConfigTypes};
+use crate::context::{Context, Settings, kind_label};
+use crate::controller::run_controller;
+use crate::gate::{Gate, Gated, Shutdown, Starter};
+use crate::kind::ManagedKind;
+use crate::leader::{Elector, LeaderError};
+use crate::metrics::Metrics;
+use crate::pacing::{Ceilings, Pacers};
+use crate::query::{QueryKind, run_query_controller};
+
+/// Leader election: which Lease, held as whom.
+#[derive(Debug, Clone)]
+struct Election {
+    namespace: String,
+    lease: String,
+    identity: String,
+}
+
+/// A provider, built up kind by kind; see the module documentation.
+pub struct Provider {
+    version: String,
+    settings: Settings,
+    provider_configs: ProviderConfigTypes,
+    field_manager: String,
+    kube: Ceilings,
+    cloud: Ceilings,
+    max_reconcile_rate: u32,
+    change_logs: Option<PathBuf>,
+    election: Option<Election>,
+    kinds: Vec<Gated>,
+}
+
+impl Provider {
+    /// A provider named `name` (the `source.component` of its Events, its
+    /// change logs' provider and its server-side applies' field manager)
+    /// at `version` (its change logs' too), whose ProviderConfig and usage
+    /// kinds are `provider_configs`, with
+    /// crossplane-runtime's defaults: a 1 minute poll, 5 % jitter, a 1 hour
+    /// sync period, management policies honoured, Crossplane's tags on
+    /// created resources, and no kinds yet.
+    pub fn new(name: &str, version: &str, provider_configs: ProviderConfigTypes) -> Self {
+        Self {
+            version: version.to_owned(),
+            settings: Settings {
+                provider_name: name.to_owned(),
+                poll_interval: Duration::from_secs(60),
+                min_poll_interval: Duration::from_secs(1),
+                pending_poll_interval: Duration::from_secs(1),
+                poll_jitter: None,
+                sync_interval: Duration::from_secs(3_600),
+                external_tags: true,
+                management_policies_enabled: true,
+            },
+            provider_configs,
+            field_manager: name.to_owned(),
+            kube: Ceilings {
+                rate: 2_000.0,
+                in_flight: 64,
+            },
+            cloud: Ceilings {
+                rate: 1_000.0,
+                in_flight: 64,
+            },
+            max_reconcile_rate: 1_000,
+            change_logs: None,
+            election: None,
+            kinds: Vec::new(),
+        }
+    }
+
+    /// Replaces the reconcilers' settings (the name given to
+    /// [`Provider::new`] stays unless these name another).
+    pub fn settings(mut self, settings: Settings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// The field manager of the provider's server-side applies.
+    pub fn field_manager(mut self, field_manager: &str) -> Self {
+        self.field_manager = field_manager.to_owned();
+        self
+    }
+
+    /// The ceilings of requests to the API server; the limits in force
+    /// are learnt from its answers below them ([`crate::pacing`]).
+    pub fn kube_ceilings(mut self, ceilings: Ceilings) -> Self {
+        self.kube = ceilings;
+        self
+    }
+
+    /// The ceilings of calls to each cloud server (an endpoint and its
+    /// credentials).
+    pub fn cloud_ceilings(mut self, ceilings: Ceilings) -> Self {
+        self.cloud = ceilings;
+        self
+    }
+
+    /// The most reconciles started a second, every kind together.
+    pub fn max_reconcile_rate(mut self, rate: u32) -> Self {
+        self.max_reconcile_rate = rate;
+        self
+    }
+
+    /// Sends change logs to Crossplane's sidecar on `socket`
+    /// ([`crate::changelog`]).
+    pub fn change_logs(mut self, socket: impl Into<PathBuf>) -> Self {
+        self.change_logs = Some(socket.into());
+        self
+    }
+
+    /// Runs the controllers only while holding the Lease `lease` in
+    /// `namespace`, as `identity` (a pod's name), so that several replicas
+    /// can run with one active.
+    pub fn leader_election(mut self, namespace: &str, lease: &str, identity: &str) -> Self {
+        self.election = Some(Election {
+            namespace: namespace.to_owned(),
+            lease: lease.to_owned(),
+            identity: identity.to_owned(),
+        });
+        self
+    }
+
+    /// Adds the managed kind `K`, whose cloud client comes from `connect`:
+    /// the runtime's reconciler runs it once its CRD is established.
+    pub fn managed<K: ManagedKind<C>, C: Connect>(self, connect: Arc<C>) -> Self {
+        self.controller::<K>(Arc::new(
+            move |ctx: Arc<Context>, kube: kube::Client, shutdown: Shutdown| {
+                Box::pin(run_controller::<K, C>(ctx, connect.clone(), kube, shutdown))
+            },
+        ))
+    }
+
+    /// Adds the query kind `Q` ([`crate::query`]), listing through
+    /// `connect`.
+    pub fn query<Q: QueryKind<C>, C: Connect>(self, connect: Arc<C>) -> Self {
+        self.controller::<Q>(Arc::new(
+            move |ctx: Arc<Context>, kube: kube::Client, shutdown: Shutdown| {
+                Box::pin(run_query_controller::<Q, C>(
+                    ctx,
+                    connect.clone(),
+                    kube,
+                    shutdown,
+                ))
+            },
+        ))
+    }
+
+    /// Adds a controller of the provider's own for the kind `K` (its
+    /// ProviderConfig's, say), started by `start` when `K`'s CRD is
+    /// established and stopped when it goes.
+    pub fn controller<K: kube::Resource<DynamicType = ()>>(mut self, start: Starter) -> Self {
+        self.kinds.push(Gated {
+            crd_name: format!("{}.{}", K::plural(&()), K::group(&())),
+            version: K::version(&()).into_owned(),
+            kind: kind_label::<K>(),
+            start,
+        });
+        self
+    }
+
+    /// The CRD names of the kinds added so far, in order.
+    pub fn crd_names(&self) -> impl Iterator<Item = &str> {
+        self.kinds.iter().map(|k| k.crd_name.as_str())
+    }
+
+    /// Runs the provider through `kube` until `shutdown` resolves, with
+    /// its metrics in `metrics`; `ready` turns true once the CRDs have
+    /// been listed (so the controllers are where they should be: a
+    /// readiness probe). With leader election, the controllers start once
+    /// the Lease is held, and losing it ends the run with an error.
+    pub async fn run(
+        self,
+        kube: kube::Client,
+        metrics: Metrics,
+        ready: watch::Sender<bool>,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<(), LeaderError> {
+        let pacers = Arc::new(Pacers::new(&metrics, self.kube, self.cloud));
+        let cluster = KubeCluster::new(
+            kube.clone(),
+            &self.field_manager,
+            Guard::new(pacers.kube().clone()),
+        );
+        let name = self.settings.provider_name.clone();
+        let mut ctx = Context::new(
+            Arc::new(cluster),
+            self.provider_configs,
+            self.settings,
+            metrics,
+            self.max_reconcile_rate,
+            pacers,
+        );
+        if let Some(socket) = &self.change_logs {
+            info!(socket = %socket.display(), "sending change logs");
+            // Named as crossplane-runtime's providers name themselves in
+            // change logs: `name:version`.
+            let provider = format!("{name}:v{}", self.version);
+            ctx.changelog = Some(ChangeLogger::start(socket, provider, &ctx.metrics));
+        }
+        let gate = Gate::new(Arc::new(ctx), kube.clone(), self.kinds, ready);
+        let Some(election) = self.election else {
+            gate.run(shutdown).await;
+            return Ok(());
+        };
+        let elector = Elector::new(
+            kube,
+            &election.namespace,
+            &election.lease,
+            &election.identity,
+        );
+        tokio::pin!(shutdown);
+        tokio::select! {
+            () = &mut shutdown => Ok(()),
+            () = elector.acquire() => tokio::select! {
+                () = gate.run(shutdown) => Ok(()),
+                lost = elector.hold() => Err(lost),
+            },
+        }
+    }
+}
