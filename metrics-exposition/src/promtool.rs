@@ -7,6 +7,7 @@
 //! start a Prometheus server listening on every interface), else `promtool`
 //! on the `PATH`.
 
+use std::collections::{BTreeSet, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -84,4 +85,61 @@ pub fn check_metrics(text: &str) -> Result<(), PromtoolError> {
             report,
         })
     }
+}
+
+/// Checks the structure of a text-format body: every family has `# HELP`
+/// then `# TYPE`, once, before its samples, every sample belongs to the
+/// family above it, every family has a sample, and nothing of OpenMetrics
+/// is left. Returns the families and their types. Panics, naming what is
+/// wrong: it is for tests, beside [`check_metrics`].
+#[track_caller]
+pub fn check_text(text: &str) -> BTreeSet<(String, String)> {
+    assert!(!text.is_empty());
+    let mut families = BTreeSet::new();
+    let mut seen = HashSet::new();
+    let mut current: Option<(String, String, usize)> = None;
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        assert!(
+            !line.starts_with("# EOF") && !line.starts_with("# UNIT"),
+            "{line}"
+        );
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            if let Some((name, _, 0)) = &current {
+                panic!("family {name} has no sample:\n{text}");
+            }
+            let name = rest.split(' ').next().unwrap_or_default();
+            let type_line = lines.next().unwrap_or_default();
+            let (type_name, kind) = type_line
+                .strip_prefix("# TYPE ")
+                .and_then(|t| t.split_once(' '))
+                .unwrap_or_else(|| panic!("# HELP {name} without # TYPE after it:\n{text}"));
+            assert_eq!(type_name, name, "{text}");
+            assert!(seen.insert(name.to_owned()), "{name} twice:\n{text}");
+            families.insert((name.to_owned(), kind.to_owned()));
+            current = Some((name.to_owned(), kind.to_owned(), 0));
+        } else {
+            assert!(!line.starts_with('#'), "stray comment {line:?}:\n{text}");
+            let Some((family, kind, count)) = current.as_mut() else {
+                panic!("sample {line:?} before any # HELP:\n{text}");
+            };
+            let sample = line.split(['{', ' ']).next().unwrap_or_default();
+            let suffixes: &[&str] = match kind.as_str() {
+                "histogram" => &["_bucket", "_count", "_sum"],
+                "summary" => &["", "_count", "_sum"],
+                _ => &[""],
+            };
+            assert!(
+                suffixes
+                    .iter()
+                    .any(|s| sample.strip_suffix(s) == Some(family.as_str())),
+                "sample {sample} under family {family} ({kind}):\n{text}"
+            );
+            *count += 1;
+        }
+    }
+    if let Some((name, _, 0)) = &current {
+        panic!("family {name} has no sample:\n{text}");
+    }
+    families
 }

@@ -4,7 +4,6 @@
 //! package, installed by `scripts/setup test`). Without promtool this test
 //! fails: it does not skip.
 
-use std::collections::{BTreeSet, HashSet};
 use std::time::Duration;
 
 use runtime::metrics::standard::format_gvk;
@@ -132,7 +131,7 @@ async fn metrics_endpoint_negotiates_and_its_text_passes_promtool() {
     let (content_type, vary, text) = scrape(&server.url, None).await;
     assert_eq!(content_type, TEXT);
     assert_eq!(vary, "accept");
-    let families = check_text(&text);
+    let families = metrics_exposition::promtool::check_text(&text);
     for (family, kind) in [
         ("provider_reconciles_total", "counter"),
         ("provider_pacing_wait_seconds_total", "counter"),
@@ -188,63 +187,6 @@ async fn metrics_endpoint_negotiates_and_its_text_passes_promtool() {
         .await
         .expect("server task")
         .expect("server ends cleanly");
-}
-
-/// Checks the structure of a text-format body: every family has `# HELP`
-/// then `# TYPE`, once, before its samples, every sample belongs to the
-/// family above it, every family has a sample (so every family was
-/// recorded), and nothing of OpenMetrics is left. Returns the families and
-/// their types.
-#[track_caller]
-fn check_text(text: &str) -> BTreeSet<(String, String)> {
-    assert!(!text.is_empty());
-    let mut families = BTreeSet::new();
-    let mut seen = HashSet::new();
-    let mut current: Option<(String, String, usize)> = None;
-    let mut lines = text.lines().peekable();
-    while let Some(line) = lines.next() {
-        assert!(
-            !line.starts_with("# EOF") && !line.starts_with("# UNIT"),
-            "{line}"
-        );
-        if let Some(rest) = line.strip_prefix("# HELP ") {
-            if let Some((name, _, 0)) = &current {
-                panic!("family {name} has no sample:\n{text}");
-            }
-            let name = rest.split(' ').next().unwrap_or_default();
-            let type_line = lines.next().unwrap_or_default();
-            let (type_name, kind) = type_line
-                .strip_prefix("# TYPE ")
-                .and_then(|t| t.split_once(' '))
-                .unwrap_or_else(|| panic!("# HELP {name} without # TYPE after it:\n{text}"));
-            assert_eq!(type_name, name, "{text}");
-            assert!(seen.insert(name.to_owned()), "{name} twice:\n{text}");
-            families.insert((name.to_owned(), kind.to_owned()));
-            current = Some((name.to_owned(), kind.to_owned(), 0));
-        } else {
-            assert!(!line.starts_with('#'), "stray comment {line:?}:\n{text}");
-            let Some((family, kind, count)) = current.as_mut() else {
-                panic!("sample {line:?} before any # HELP:\n{text}");
-            };
-            let sample = line.split(['{', ' ']).next().unwrap_or_default();
-            let suffixes: &[&str] = match kind.as_str() {
-                "histogram" => &["_bucket", "_count", "_sum"],
-                "summary" => &["", "_count", "_sum"],
-                _ => &[""],
-            };
-            assert!(
-                suffixes
-                    .iter()
-                    .any(|s| sample.strip_suffix(s) == Some(family.as_str())),
-                "sample {sample} under family {family} ({kind}):\n{text}"
-            );
-            *count += 1;
-        }
-    }
-    if let Some((name, _, 0)) = &current {
-        panic!("family {name} has no sample:\n{text}");
-    }
-    families
 }
 
 /// `promtool check metrics` reads `text` on its standard input and finds
