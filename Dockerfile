@@ -22,11 +22,12 @@ ARG CARGO_BUILD="cargo build --profile container --locked \
 
 # Dependencies first, from the manifests and Cargo.lock with stub sources,
 # so a change to our own code reuses this layer and recompiles only our
-# eight crates (xpkg's stubs stay: no image runs it). Their stub artefacts' fingerprints are removed with the stubs;
+# nine crates (xpkg's stubs stay: no image runs it). Their stub artefacts' fingerprints are removed with the stubs;
 # a fingerprint is named after the package, and crossplane-types/ and runtime/
 # hold the packages crossplane-managed-types and crossplane-managed-runtime.
 COPY Cargo.toml Cargo.lock ./
 COPY crossplane-types/Cargo.toml crossplane-types/
+COPY managed-derive/Cargo.toml managed-derive/
 COPY apis/Cargo.toml apis/
 COPY runtime/Cargo.toml runtime/
 COPY fakecloud/Cargo.toml fakecloud/
@@ -38,14 +39,15 @@ COPY metrics-exposition/Cargo.toml metrics-exposition/
 # manifest and stub sources stay, so cargo can load the workspace.
 COPY xpkg/Cargo.toml xpkg/
 RUN set -eu; \
-    for crate in crossplane-types apis runtime fakecloud provider e2e demo xpkg metrics-exposition; do mkdir -p "$crate/src"; : > "$crate/src/lib.rs"; done; \
+    for crate in crossplane-types managed-derive apis runtime fakecloud provider e2e demo xpkg metrics-exposition; do mkdir -p "$crate/src"; : > "$crate/src/lib.rs"; done; \
     mkdir -p fakecloud/benches e2e/src/bin; \
     for main in fakecloud/src/main.rs provider/src/main.rs fakecloud/benches/load.rs fakecloud/benches/console.rs \
                 demo/src/main.rs e2e/src/bin/compose-setup.rs xpkg/src/main.rs; do echo 'fn main() {}' > "$main"; done; \
     $CARGO_BUILD; \
-    rm -rf crossplane-types/src apis runtime/src fakecloud/src fakecloud/benches provider/src \
+    rm -rf crossplane-types/src managed-derive/src apis runtime/src fakecloud/src fakecloud/benches provider/src \
         e2e/src demo/src metrics-exposition/src \
         target/container/.fingerprint/crossplane-managed-types-* target/container/.fingerprint/apis-* \
+        target/container/.fingerprint/crossplane-managed-derive-* \
         target/container/.fingerprint/crossplane-managed-runtime-* target/container/.fingerprint/fakecloud-* \
         target/container/.fingerprint/provider-* target/container/.fingerprint/e2e-* \
         target/container/.fingerprint/demo-* target/container/.fingerprint/metrics-exposition-*
@@ -54,6 +56,7 @@ RUN set -eu; \
 # stub step removed), so editing fakecloud's, the provider's or the e2e
 # tests, a README or the package does not rebuild the images' binaries.
 COPY crossplane-types/src crossplane-types/src
+COPY managed-derive/src managed-derive/src
 COPY apis apis
 COPY runtime/src runtime/src
 COPY fakecloud/src fakecloud/src

@@ -10,5 +10,4 @@
 
 pub mod generate;
 pub mod kinds;
-pub mod managed;
 pub mod well_known;

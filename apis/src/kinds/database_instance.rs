@@ -7,7 +7,27 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crossplane_types::rules::{immutable, never_shrinks, required_to_create};
-use crossplane_types::{ClusterScoped, ManagedStatus, Namespaced, Scope};
+use crossplane_types::{ConnectionDetail, ManagedResource, Scope};
+
+/// The connection details of a DatabaseInstance.
+pub const CONNECTION_DETAILS: &[ConnectionDetail] = &[
+    ConnectionDetail {
+        name: "endpoint",
+        description: "Host name clients connect to (status.atProvider.endpoint.address).",
+    },
+    ConnectionDetail {
+        name: "port",
+        description: "TCP port clients connect to (status.atProvider.endpoint.port), as decimal text.",
+    },
+    ConnectionDetail {
+        name: "username",
+        description: "Name of the master user (masterUsername).",
+    },
+    ConnectionDetail {
+        name: "password",
+        description: "Password of the master user: the value of masterPasswordSecretRef, or the password the provider generated when that is unset.",
+    },
+];
 
 /// The database engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -20,10 +40,22 @@ pub enum Engine {
 }
 
 /// The desired state of a DatabaseInstance (`spec.forProvider`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema, ManagedResource)]
 #[serde(rename_all = "camelCase")]
+#[managed(
+    kind = "DatabaseInstance", plural = "databaseinstances", version = "v1alpha1",
+    group = "database.fakecloud.m.crossplane.io", legacy_group = "database.fakecloud.crossplane.io",
+    doc = "A DatabaseInstance: a managed PostgreSQL or MySQL database.", noun = "the instance",
+    category = "fakecloud", observed = DatabaseInstanceReported, external_name = MetadataName,
+    connection_details = CONNECTION_DETAILS,
+    rule = required_to_create("engine"),
+    rule = required_to_create("instanceClass"),
+    rule = required_to_create("allocatedStorage"),
+    rule = required_to_create("masterUsername"),
+)]
 pub struct DatabaseInstanceParameters<S: Scope> {
     /// Region of the instance. Identifies the resource, so it is always required.
+    #[managed(identifier)]
     #[schemars(transform = immutable("region"))]
     pub region: String,
     /// `postgres` or `mysql`. Needed to create; cannot change afterwards.
@@ -31,9 +63,14 @@ pub struct DatabaseInstanceParameters<S: Scope> {
     #[schemars(transform = immutable("engine"))]
     pub engine: Option<Engine>,
     /// Engine version, e.g. `16.2`.
+    #[managed(init_doc = "Engine version.", observed_doc = "Engine version.")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_version: Option<String>,
     /// Size class of the instance, e.g. `db.small`. Needed to create.
+    #[managed(
+        init_doc = "Size class of the instance.",
+        observed_doc = "Size class of the instance."
+    )]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance_class: Option<String>,
     /// Storage in GiB. Needed to create; can only grow.
@@ -70,41 +107,7 @@ pub struct DatabaseInstanceParameters<S: Scope> {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion_protection: Option<bool>,
     /// Tags of the instance.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tags: Option<BTreeMap<String, String>>,
-}
-
-/// Values used only to create a DatabaseInstance (`spec.initProvider`);
-/// `forProvider` wins where both are set.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DatabaseInstanceInitParameters {
-    /// `postgres` or `mysql`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub engine: Option<Engine>,
-    /// Engine version.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub engine_version: Option<String>,
-    /// Size class of the instance.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub instance_class: Option<String>,
-    /// Storage in GiB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
-    pub allocated_storage: Option<i32>,
-    /// Name of the master user.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub master_username: Option<String>,
-    /// Ids of the Subnets the instance is reachable in.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub subnet_ids: Option<Vec<String>>,
-    /// Whether the endpoint is reachable from outside the VPC.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub publicly_accessible: Option<bool>,
-    /// Whether the cloud refuses to delete the instance.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deletion_protection: Option<bool>,
-    /// Tags of the instance.
+    #[managed(observed_doc = "Tags of the instance, including ones set outside Crossplane.")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tags: Option<BTreeMap<String, String>>,
 }
@@ -120,44 +123,14 @@ pub struct Endpoint {
     pub port: Option<i32>,
 }
 
-/// The observed state of a DatabaseInstance (`status.atProvider`):
-/// everything fakecloud reports. The master password is never reported.
+/// What fakecloud reports of an instance beyond its parameters. The master
+/// password is never reported.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct DatabaseInstanceObservation {
+pub struct DatabaseInstanceReported {
     /// Name of the instance; also the external name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identifier: Option<String>,
-    /// Region of the instance.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub region: Option<String>,
-    /// `postgres` or `mysql`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub engine: Option<Engine>,
-    /// Engine version.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub engine_version: Option<String>,
-    /// Size class of the instance.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub instance_class: Option<String>,
-    /// Storage in GiB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allocated_storage: Option<i32>,
-    /// Name of the master user.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub master_username: Option<String>,
-    /// Ids of the Subnets the instance is reachable in.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub subnet_ids: Option<Vec<String>>,
-    /// Whether the endpoint is reachable from outside the VPC.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub publicly_accessible: Option<bool>,
-    /// Whether the cloud refuses to delete the instance.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deletion_protection: Option<bool>,
-    /// Tags of the instance, including ones set outside Crossplane.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tags: Option<BTreeMap<String, String>>,
     /// Where clients connect.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<Endpoint>,
@@ -170,30 +143,4 @@ pub struct DatabaseInstanceObservation {
     /// When the instance last changed (RFC 3339, as fakecloud reports it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<String>,
-}
-
-/// `status` of a DatabaseInstance.
-pub type DatabaseInstanceStatus = ManagedStatus<DatabaseInstanceObservation>;
-
-managed_resource! {
-    kind: "DatabaseInstance", root: "DatabaseInstance", spec: DatabaseInstanceSpec,
-    singular: "databaseinstance", plural: "databaseinstances",
-    groups: ["database.fakecloud.crossplane.io", "database.fakecloud.m.crossplane.io"],
-    docs: [
-        "A DatabaseInstance: a managed PostgreSQL or MySQL database.",
-        "A DatabaseInstance: a managed PostgreSQL or MySQL database."
-    ],
-    noun: "the instance",
-    status: "DatabaseInstanceStatus",
-    for_provider: [
-        DatabaseInstanceParameters<ClusterScoped>,
-        DatabaseInstanceParameters<Namespaced>
-    ],
-    init_provider: DatabaseInstanceInitParameters,
-    rules: [
-        required_to_create("engine"),
-        required_to_create("instanceClass"),
-        required_to_create("allocatedStorage"),
-        required_to_create("masterUsername"),
-    ],
 }

@@ -1,10 +1,9 @@
-//! The resource kinds, one module each; every managed kind's module holds
-//! its legacy cluster-scoped resource and, in its `m` submodule, the
-//! namespaced one (see [`resource`]). The query kinds, which own
+//! The resource kinds, one module each; every managed kind is declared
+//! once, on its parameters struct, by
+//! [`ManagedResource`](crossplane_types::ManagedResource): its module holds
+//! the legacy cluster-scoped resource and, in its `m` submodule, the
+//! namespaced one. The query kinds, which own
 //! observe-only managed resources, are in [`query`].
-
-#[macro_use]
-mod resource;
 
 pub mod database_instance;
 pub mod nodegroup;

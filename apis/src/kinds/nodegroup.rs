@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crossplane_types::rules::{
     immutable, min_not_above_max, required_to_create, required_to_create_or_referenced,
 };
-use crossplane_types::{ClusterScoped, ManagedStatus, Namespaced, Scope};
+use crossplane_types::{ManagedResource, Scope};
 
 /// How many nodes the group runs. Each size can be set on its own, so that
 /// `desiredSize` can live in `initProvider` while an autoscaler owns it.
@@ -33,19 +33,36 @@ pub struct ScalingConfig {
 }
 
 /// The desired state of a NodeGroup (`spec.forProvider`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema, ManagedResource)]
 #[serde(rename_all = "camelCase")]
+#[managed(
+    kind = "NodeGroup", plural = "nodegroups", version = "v1alpha1",
+    group = "compute.fakecloud.m.crossplane.io", legacy_group = "compute.fakecloud.crossplane.io",
+    doc = "A NodeGroup: worker nodes of a fakecloud cluster.", noun = "the node group",
+    category = "fakecloud", observed = NodeGroupReported, external_name = MetadataName,
+    rule = required_to_create("nodeRole"),
+    rule = required_to_create_or_referenced("subnetIds", &["subnetIdRefs", "subnetIdSelector"]),
+    rule = required_to_create("scalingConfig"),
+)]
 pub struct NodeGroupParameters<S: Scope> {
     /// Region of the cluster. Identifies the resource, so it is always required.
+    #[managed(identifier)]
     #[schemars(transform = immutable("region"))]
     pub region: String,
     /// Name of the cluster the group belongs to. Identifies the resource, so
     /// it is always required.
+    #[managed(identifier)]
     #[schemars(transform = immutable("clusterName"))]
     pub cluster_name: String,
     /// Ids of the Subnets the nodes run in. Set them directly, or let
     /// `subnetIdRefs` / `subnetIdSelector` fill them in. Cannot change
     /// once set.
+    #[managed(reference(
+        kind = "Subnet",
+        plural = "subnets",
+        group = "network.fakecloud.m.crossplane.io",
+        legacy_group = "network.fakecloud.crossplane.io"
+    ))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(transform = immutable("subnetIds"))]
     pub subnet_ids: Option<Vec<String>>,
@@ -71,77 +88,26 @@ pub struct NodeGroupParameters<S: Scope> {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub labels: Option<BTreeMap<String, String>>,
     /// Tags of the node group.
+    #[managed(observed_doc = "Tags of the node group, including ones set outside Crossplane.")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tags: Option<BTreeMap<String, String>>,
     /// How many nodes the group runs. Needed to create; leave `desiredSize`
     /// to `initProvider` when an autoscaler changes it.
+    #[managed(
+        init_doc = "How many nodes the group starts with.",
+        observed_doc = "Current sizes, including changes made by an autoscaler."
+    )]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scaling_config: Option<ScalingConfig>,
 }
 
-/// Values used only to create a NodeGroup (`spec.initProvider`);
-/// `forProvider` wins where both are set.
+/// What fakecloud reports of a node group beyond its parameters.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct NodeGroupInitParameters {
-    /// Ids of the Subnets the nodes run in.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub subnet_ids: Option<Vec<String>>,
-    /// Role the nodes run as.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node_role: Option<String>,
-    /// Instance types of the nodes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub instance_types: Option<Vec<String>>,
-    /// Kubernetes version of the nodes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    /// Kubernetes labels put on the nodes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub labels: Option<BTreeMap<String, String>>,
-    /// Tags of the node group.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tags: Option<BTreeMap<String, String>>,
-    /// How many nodes the group starts with.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scaling_config: Option<ScalingConfig>,
-}
-
-/// The observed state of a NodeGroup (`status.atProvider`): everything
-/// fakecloud reports.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct NodeGroupObservation {
+pub struct NodeGroupReported {
     /// Name of the node group; also the external name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// Name of the cluster the group belongs to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cluster_name: Option<String>,
-    /// Region of the cluster.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub region: Option<String>,
-    /// Ids of the Subnets the nodes run in.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub subnet_ids: Option<Vec<String>>,
-    /// Role the nodes run as.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node_role: Option<String>,
-    /// Instance types of the nodes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub instance_types: Option<Vec<String>>,
-    /// Kubernetes version of the nodes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    /// Kubernetes labels put on the nodes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub labels: Option<BTreeMap<String, String>>,
-    /// Tags of the node group, including ones set outside Crossplane.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tags: Option<BTreeMap<String, String>>,
-    /// Current sizes, including changes made by an autoscaler.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scaling_config: Option<ScalingConfig>,
     /// `CREATING`, `ACTIVE`, `UPDATING` or `DELETING`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
@@ -151,26 +117,4 @@ pub struct NodeGroupObservation {
     /// When the node group last changed (RFC 3339, as fakecloud reports it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<String>,
-}
-
-/// `status` of a NodeGroup.
-pub type NodeGroupStatus = ManagedStatus<NodeGroupObservation>;
-
-managed_resource! {
-    kind: "NodeGroup", root: "NodeGroup", spec: NodeGroupSpec, singular: "nodegroup",
-    plural: "nodegroups",
-    groups: ["compute.fakecloud.crossplane.io", "compute.fakecloud.m.crossplane.io"],
-    docs: [
-        "A NodeGroup: worker nodes of a fakecloud cluster.",
-        "A NodeGroup: worker nodes of a fakecloud cluster."
-    ],
-    noun: "the node group",
-    status: "NodeGroupStatus",
-    for_provider: [NodeGroupParameters<ClusterScoped>, NodeGroupParameters<Namespaced>],
-    init_provider: NodeGroupInitParameters,
-    rules: [
-        required_to_create("nodeRole"),
-        required_to_create_or_referenced("subnetIds", &["subnetIdRefs", "subnetIdSelector"]),
-        required_to_create("scalingConfig"),
-    ],
 }

@@ -7,17 +7,28 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crossplane_types::rules::{immutable, required_to_create, required_to_create_or_referenced};
-use crossplane_types::{ClusterScoped, ManagedStatus, Namespaced, Scope};
+use crossplane_types::{ManagedResource, Scope};
 
 /// The desired state of a Subnet (`spec.forProvider`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema, ManagedResource)]
 #[serde(rename_all = "camelCase")]
+#[managed(
+    kind = "Subnet", plural = "subnets", version = "v1alpha1",
+    group = "network.fakecloud.m.crossplane.io", legacy_group = "network.fakecloud.crossplane.io",
+    doc = "A Subnet: a range of a VPC's addresses in one availability zone.", noun = "the Subnet",
+    category = "fakecloud", observed = SubnetReported,
+    rule = required_to_create_or_referenced("vpcId", &["vpcIdRef", "vpcIdSelector"]),
+    rule = required_to_create("cidrBlock"),
+    rule = required_to_create("availabilityZone"),
+)]
 pub struct SubnetParameters<S: Scope> {
     /// Region of the Subnet. Identifies the resource, so it is always required.
+    #[managed(identifier)]
     #[schemars(transform = immutable("region"))]
     pub region: String,
     /// Id of the VPC the Subnet belongs to. Set it directly, or let
     /// `vpcIdRef` / `vpcIdSelector` fill it in.
+    #[managed(reference(kind = "VPC", plural = "vpcs"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(transform = immutable("vpcId"))]
     pub vpc_id: Option<String>,
@@ -29,11 +40,19 @@ pub struct SubnetParameters<S: Scope> {
     pub vpc_id_selector: Option<S::Selector>,
     /// IPv4 range of the Subnet, inside the VPC's range. Needed to create;
     /// cannot change afterwards.
+    #[managed(
+        init_doc = "IPv4 range of the Subnet.",
+        observed_doc = "IPv4 range of the Subnet."
+    )]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(transform = immutable("cidrBlock"))]
     pub cidr_block: Option<String>,
     /// Availability zone of the Subnet, e.g. `eu-west-1a`. Needed to
     /// create; cannot change afterwards.
+    #[managed(
+        init_doc = "Availability zone of the Subnet.",
+        observed_doc = "Availability zone of the Subnet."
+    )]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(transform = immutable("availabilityZone"))]
     pub availability_zone: Option<String>,
@@ -41,58 +60,18 @@ pub struct SubnetParameters<S: Scope> {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub map_public_ip_on_launch: Option<bool>,
     /// Tags of the Subnet.
+    #[managed(observed_doc = "Tags of the Subnet, including ones set outside Crossplane.")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tags: Option<BTreeMap<String, String>>,
 }
 
-/// Values used only to create a Subnet (`spec.initProvider`); `forProvider`
-/// wins where both are set.
+/// What fakecloud reports of a Subnet beyond its parameters.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct SubnetInitParameters {
-    /// Id of the VPC the Subnet belongs to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vpc_id: Option<String>,
-    /// IPv4 range of the Subnet.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cidr_block: Option<String>,
-    /// Availability zone of the Subnet.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub availability_zone: Option<String>,
-    /// Whether instances launched in the Subnet get a public IP address.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub map_public_ip_on_launch: Option<bool>,
-    /// Tags of the Subnet.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tags: Option<BTreeMap<String, String>>,
-}
-
-/// The observed state of a Subnet (`status.atProvider`): everything
-/// fakecloud reports.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SubnetObservation {
+pub struct SubnetReported {
     /// Cloud-assigned id, `subnet-` and 17 hex digits; also the external name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
-    /// Region of the Subnet.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub region: Option<String>,
-    /// Id of the VPC the Subnet belongs to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vpc_id: Option<String>,
-    /// IPv4 range of the Subnet.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cidr_block: Option<String>,
-    /// Availability zone of the Subnet.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub availability_zone: Option<String>,
-    /// Whether instances launched in the Subnet get a public IP address.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub map_public_ip_on_launch: Option<bool>,
-    /// Tags of the Subnet, including ones set outside Crossplane.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tags: Option<BTreeMap<String, String>>,
     /// How many addresses of the range are still free.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub available_ip_address_count: Option<i64>,
@@ -105,25 +84,4 @@ pub struct SubnetObservation {
     /// When the Subnet last changed (RFC 3339, as fakecloud reports it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<String>,
-}
-
-/// `status` of a Subnet.
-pub type SubnetStatus = ManagedStatus<SubnetObservation>;
-
-managed_resource! {
-    kind: "Subnet", root: "Subnet", spec: SubnetSpec, singular: "subnet", plural: "subnets",
-    groups: ["network.fakecloud.crossplane.io", "network.fakecloud.m.crossplane.io"],
-    docs: [
-        "A Subnet: a range of a VPC's addresses in one availability zone.",
-        "A Subnet: a range of a VPC's addresses in one availability zone."
-    ],
-    noun: "the Subnet",
-    status: "SubnetStatus",
-    for_provider: [SubnetParameters<ClusterScoped>, SubnetParameters<Namespaced>],
-    init_provider: SubnetInitParameters,
-    rules: [
-        required_to_create_or_referenced("vpcId", &["vpcIdRef", "vpcIdSelector"]),
-        required_to_create("cidrBlock"),
-        required_to_create("availabilityZone"),
-    ],
 }

@@ -71,7 +71,7 @@ pub async fn publish_and_authenticate<S: Scope>(
         .map_err(ObjectsError::from)?;
     let data = published.data.clone().unwrap_or_default();
     let keys: BTreeSet<&str> = data.keys().map(String::as_str).collect();
-    let documented: BTreeSet<&str> = apis::managed::DATABASE_INSTANCE_CONNECTION_DETAILS
+    let documented: BTreeSet<&str> = apis::kinds::database_instance::CONNECTION_DETAILS
         .iter()
         .map(|d| d.name)
         .collect();

@@ -1,0 +1,642 @@
+//! `#[derive(ManagedResource)]`: a Crossplane managed resource kind declared
+//! once, on its parameters struct (`spec.forProvider`).
+//!
+//! Use it through `crossplane-managed-types`, which re-exports it; its
+//! documentation there (`crossplane_managed_types::ManagedResource`) is the
+//! reference for every attribute. This crate only holds the macro, since a
+//! procedural macro must live in a crate of its own.
+
+use proc_macro::TokenStream;
+use proc_macro2::{Span, TokenStream as Tokens};
+use quote::{format_ident, quote};
+use syn::spanned::Spanned;
+use syn::{
+    Attribute, Data, DeriveInput, Error, Expr, Field, Fields, GenericParam, Ident, LitStr, Path,
+    Result, Type,
+};
+
+mod docs;
+mod names;
+
+/// Declares a managed resource kind from its parameters struct; see
+/// `crossplane_managed_types::ManagedResource` for the attributes.
+#[proc_macro_derive(ManagedResource, attributes(managed))]
+pub fn derive_managed_resource(input: TokenStream) -> TokenStream {
+    let input = syn::parse_macro_input!(input as DeriveInput);
+    expand(&input)
+        .unwrap_or_else(Error::into_compile_error)
+        .into()
+}
+
+/// The struct-level `#[managed(...)]` settings.
+struct KindAttrs {
+    kind: LitStr,
+    root: Option<LitStr>,
+    singular: Option<LitStr>,
+    plural: Option<LitStr>,
+    group: LitStr,
+    legacy_group: Option<LitStr>,
+    version: LitStr,
+    doc: Option<LitStr>,
+    noun: Option<LitStr>,
+    categories: Vec<LitStr>,
+    rules: Vec<Expr>,
+    observed: Option<Type>,
+    connection_details: Option<Expr>,
+    external_name: Option<Ident>,
+}
+
+/// A field's `reference(...)` settings.
+struct ReferenceAttrs {
+    kind: LitStr,
+    plural: LitStr,
+    group: Option<LitStr>,
+    legacy_group: Option<LitStr>,
+    version: Option<LitStr>,
+    value: Option<LitStr>,
+}
+
+/// A field's `#[managed(...)]` settings.
+#[derive(Default)]
+struct FieldAttrs {
+    identifier: bool,
+    not_observed: bool,
+    init_doc: Option<LitStr>,
+    observed_doc: Option<LitStr>,
+    reference: Option<ReferenceAttrs>,
+}
+
+fn expand(input: &DeriveInput) -> Result<Tokens> {
+    let attrs = kind_attrs(input)?;
+    let fields = match &input.data {
+        Data::Struct(data) => match &data.fields {
+            Fields::Named(named) => named.named.iter().collect::<Vec<_>>(),
+            _ => {
+                return Err(Error::new(
+                    input.span(),
+                    "a parameters struct needs named fields",
+                ));
+            }
+        },
+        _ => {
+            return Err(Error::new(
+                input.span(),
+                "ManagedResource derives on a struct only",
+            ));
+        }
+    };
+    let scope_param = scope_param(input)?;
+    let types = types_crate()?;
+    let params = &input.ident;
+    let kind_name = attrs.kind.value();
+    let root_name = attrs
+        .root
+        .as_ref()
+        .map_or_else(|| kind_name.clone(), LitStr::value);
+    let root = Ident::new(&root_name, attrs.kind.span());
+    let init = format_ident!("{root_name}InitParameters");
+    let observation = format_ident!("{root_name}Observation");
+    let status = format_ident!("{root_name}Status");
+    let spec = format_ident!("{root_name}Spec");
+    let serde_attrs: Vec<&Attribute> = input
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("serde"))
+        .collect();
+
+    let mut init_fields = Vec::new();
+    let mut observed_fields = Vec::new();
+    let mut references = Vec::new();
+    for field in &fields {
+        let field_attrs = field_attrs(field)?;
+        let scoped = scope_param.as_ref().is_some_and(|s| mentions(&field.ty, s));
+        if let Some(reference) = &field_attrs.reference {
+            references.push(reference_field(field, reference, &fields)?);
+        }
+        if scoped {
+            if field_attrs.identifier || field_attrs.init_doc.is_some() {
+                return Err(Error::new(
+                    field.span(),
+                    "a field of the scope's types is in forProvider only",
+                ));
+            }
+            continue;
+        }
+        if !field_attrs.identifier {
+            init_fields.push(init_field(field, &field_attrs)?);
+        } else if field_attrs.init_doc.is_some() {
+            return Err(Error::new(
+                field.span(),
+                "an identifier is not in initProvider: init_doc has nothing to document",
+            ));
+        }
+        if !field_attrs.not_observed {
+            observed_fields.push(observed_field(field, &field_attrs)?);
+        }
+    }
+    if let Some(observed) = &attrs.observed {
+        observed_fields.push(quote! {
+            /// What the cloud reports beyond the parameters.
+            #[serde(flatten)]
+            pub reported: #observed,
+        });
+    }
+
+    let derives = quote! {
+        #[derive(Clone, Debug, Default, PartialEq, ::serde::Serialize, ::serde::Deserialize,
+            ::schemars::JsonSchema)]
+    };
+    let init_doc = format!(
+        " Values used only to create a {kind_name} (`spec.initProvider`); `forProvider` wins where both are set."
+    );
+    let observation_doc = format!(" The observed state of a {kind_name} (`status.atProvider`).");
+    let status_doc = format!(" `status` of a {kind_name}.");
+    let forms = quote! {
+        #[doc = #init_doc]
+        #derives
+        #(#serde_attrs)*
+        pub struct #init { #(#init_fields)* }
+
+        #[doc = #observation_doc]
+        #derives
+        #(#serde_attrs)*
+        pub struct #observation { #(#observed_fields)* }
+
+        #[doc = #status_doc]
+        pub type #status = #types::ManagedStatus<#observation>;
+    };
+
+    let scoped = |namespaced: bool| -> Result<Tokens> {
+        let (scope, common, group) = if namespaced {
+            (
+                quote!(#types::Namespaced),
+                quote!(#types::NamespacedResourceSpec),
+                &attrs.group,
+            )
+        } else {
+            let group = attrs
+                .legacy_group
+                .as_ref()
+                .expect("only with a legacy group");
+            (
+                quote!(#types::ClusterScoped),
+                quote!(#types::ResourceSpec),
+                group,
+            )
+        };
+        let for_provider = match &scope_param {
+            Some(_) => quote!(#params<#scope>),
+            None => quote!(#params),
+        };
+        let references = references.iter().map(|r| r(namespaced, &attrs));
+        let resource = resource(&attrs, &root, &status, group, namespaced);
+        let noun = attrs
+            .noun
+            .as_ref()
+            .map_or_else(|| format!("the {kind_name}"), LitStr::value);
+        let for_doc = format!("The desired state of {noun}.");
+        let init_provider_doc = format!("Values used only when creating {noun}.");
+        let connection_details = attrs
+            .connection_details
+            .as_ref()
+            .map_or_else(|| quote!(&[]), |e| quote!(#e));
+        let origin = attrs
+            .external_name
+            .clone()
+            .unwrap_or_else(|| Ident::new("AssignedByCloud", Span::call_site()));
+        Ok(quote! {
+            #resource
+            pub struct #spec {
+                /// The Crossplane fields: policies, provider config, connection secret.
+                #[serde(flatten)]
+                pub resource: #common,
+                #[doc = #for_doc]
+                pub for_provider: #for_provider,
+                #[doc = #init_provider_doc]
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                pub init_provider: Option<#init>,
+            }
+
+            impl #types::Managed for #root {
+                type Scoped = #scope;
+                type ForProvider = #for_provider;
+                type InitProvider = #init;
+                type AtProvider = #observation;
+
+                const CONNECTION_DETAILS: &'static [#types::ConnectionDetail] = #connection_details;
+                const REFERENCES: &'static [#types::ReferenceField] = &[#(#references),*];
+                const EXTERNAL_NAME_ORIGIN: #types::ExternalNameOrigin =
+                    #types::ExternalNameOrigin::#origin;
+
+                fn resource_spec(&self) -> &<#scope as #types::Scope>::Spec {
+                    &self.spec.resource
+                }
+                fn for_provider(&self) -> &Self::ForProvider {
+                    &self.spec.for_provider
+                }
+                fn for_provider_mut(&mut self) -> &mut Self::ForProvider {
+                    &mut self.spec.for_provider
+                }
+                fn init_provider(&self) -> Option<&Self::InitProvider> {
+                    self.spec.init_provider.as_ref()
+                }
+                fn managed_status(&self) -> Option<&#types::ManagedStatus<Self::AtProvider>> {
+                    self.status.as_ref()
+                }
+                fn managed_status_mut(&mut self) -> &mut #types::ManagedStatus<Self::AtProvider> {
+                    self.status.get_or_insert_with(#types::ManagedStatus::default)
+                }
+            }
+        })
+    };
+
+    let namespaced = scoped(true)?;
+    Ok(if attrs.legacy_group.is_some() {
+        let legacy = scoped(false)?;
+        let module_doc = format!(
+            " The namespaced (Crossplane v2) {kind_name}, in `{}`.",
+            attrs.group.value()
+        );
+        quote! {
+            #forms
+            #legacy
+            #[doc = #module_doc]
+            pub mod m {
+                #[allow(unused_imports)]
+                use super::*;
+                #namespaced
+            }
+        }
+    } else {
+        quote! {
+            #forms
+            #namespaced
+        }
+    })
+}
+
+/// The `CustomResource` derive and attributes of one scope's spec struct.
+fn resource(
+    attrs: &KindAttrs,
+    root: &Ident,
+    status: &Ident,
+    group: &LitStr,
+    namespaced: bool,
+) -> Tokens {
+    let KindAttrs { kind, version, .. } = attrs;
+    let root_name = root.to_string();
+    let status_name = status.to_string();
+    let singular = attrs
+        .singular
+        .clone()
+        .unwrap_or_else(|| LitStr::new(&kind.value().to_lowercase(), kind.span()));
+    let plural = attrs.plural.iter();
+    let doc = attrs
+        .doc
+        .clone()
+        .unwrap_or_else(|| LitStr::new(&format!("A {}.", kind.value()), kind.span()));
+    let categories = attrs.categories.iter();
+    let scope = namespaced.then(|| quote!(#[kube(namespaced)]));
+    let rules = attrs.rules.iter();
+    let spec_doc = format!("`spec` of a {}.", kind.value());
+    quote! {
+        #[doc = #spec_doc]
+        #[derive(::kube::CustomResource, ::kube::KubeSchema, Clone, Debug, PartialEq,
+            ::serde::Serialize, ::serde::Deserialize)]
+        #[kube(
+            group = #group,
+            version = #version,
+            kind = #kind,
+            root = #root_name,
+            singular = #singular,
+            #(plural = #plural,)*
+            status = #status_name,
+            derive = "PartialEq",
+            doc = #doc,
+            category = "crossplane",
+            category = "managed",
+            #(category = #categories,)*
+            printcolumn = r#"{"name":"READY","type":"string","jsonPath":".status.conditions[?(@.type=='Ready')].status"}"#,
+            printcolumn = r#"{"name":"SYNCED","type":"string","jsonPath":".status.conditions[?(@.type=='Synced')].status"}"#,
+            printcolumn = r#"{"name":"DRIFT","type":"integer","jsonPath":".status.drift.count"}"#,
+            printcolumn = r#"{"name":"EXTERNAL-NAME","type":"string","jsonPath":".metadata.annotations.crossplane\\.io/external-name"}"#,
+            printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+        )]
+        #scope
+        #(#[x_kube(validation = #rules)])*
+        #[serde(rename_all = "camelCase")]
+    }
+}
+
+/// A reference's `ReferenceField`, for one scope (its groups are that
+/// scope's).
+type ReferenceFor = Box<dyn Fn(bool, &KindAttrs) -> Tokens>;
+
+fn reference_field(
+    field: &Field,
+    reference: &ReferenceAttrs,
+    fields: &[&Field],
+) -> Result<ReferenceFor> {
+    let ident = field.ident.as_ref().expect("named field");
+    let many = names::is_option_of_vec(&field.ty);
+    let stem = names::reference_stem(&ident.to_string(), many);
+    let (reference_name, selector_name) = if many {
+        (format!("{stem}_refs"), format!("{stem}_selector"))
+    } else {
+        (format!("{stem}_ref"), format!("{stem}_selector"))
+    };
+    for wanted in [&reference_name, &selector_name] {
+        if !fields
+            .iter()
+            .any(|f| f.ident.as_ref().is_some_and(|i| i == wanted))
+        {
+            return Err(Error::new(
+                field.span(),
+                format!("a reference needs a field `{wanted}` beside `{ident}`"),
+            ));
+        }
+    }
+    let field_name = names::camel(&ident.to_string());
+    let reference_name = names::camel(&reference_name);
+    let selector_name = names::camel(&selector_name);
+    let kind = reference.kind.clone();
+    let plural = reference.plural.clone();
+    let group = reference.group.clone();
+    let legacy_group = reference.legacy_group.clone();
+    let version = reference.version.clone();
+    let value = reference
+        .value
+        .as_ref()
+        .map_or_else(|| "/status/atProvider/id".to_owned(), LitStr::value);
+    let types = types_crate()?;
+    Ok(Box::new(move |namespaced, attrs| {
+        let group = if namespaced {
+            group.clone().unwrap_or_else(|| attrs.group.clone())
+        } else {
+            legacy_group
+                .clone()
+                .or_else(|| attrs.legacy_group.clone())
+                .expect("a legacy kind has a legacy group")
+        };
+        let version = version.clone().unwrap_or_else(|| attrs.version.clone());
+        quote! {
+            #types::ReferenceField {
+                field: #field_name,
+                reference_field: #reference_name,
+                selector_field: #selector_name,
+                many: #many,
+                target_group: #group,
+                target_version: #version,
+                target_kind: #kind,
+                target_plural: #plural,
+                target_value_pointer: #value,
+            }
+        }
+    }))
+}
+
+/// A field of the init form: the parameter's type, its first sentence (or
+/// `init_doc`), its serde attributes and its schema attributes but
+/// transforms, which carry forProvider's update rules (`immutable`) — save
+/// list semantics (`list_*`), which hold in every form.
+fn init_field(field: &Field, attrs: &FieldAttrs) -> Result<Tokens> {
+    let ident = &field.ident;
+    let ty = &field.ty;
+    let doc = doc_of(field, attrs.init_doc.as_ref())?;
+    let kept = field.attrs.iter().filter(|a| {
+        a.path().is_ident("serde") || (a.path().is_ident("schemars") && !docs::is_update_rule(a))
+    });
+    Ok(quote! {
+        #[doc = #doc]
+        #(#kept)*
+        pub #ident: #ty,
+    })
+}
+
+/// A field of the observation: optional whatever the parameter's type, its
+/// first sentence (or `observed_doc`), and only list semantics of its
+/// schema attributes (the cloud's answer is not validated).
+fn observed_field(field: &Field, attrs: &FieldAttrs) -> Result<Tokens> {
+    let ident = &field.ident;
+    let doc = doc_of(field, attrs.observed_doc.as_ref())?;
+    let lists = field
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("schemars") && docs::is_list_semantics(a));
+    let (ty, serde) = if names::is_option(&field.ty) {
+        let serde = field.attrs.iter().filter(|a| a.path().is_ident("serde"));
+        let ty = &field.ty;
+        (quote!(#ty), quote!(#(#serde)*))
+    } else {
+        let ty = &field.ty;
+        (
+            quote!(Option<#ty>),
+            quote!(#[serde(default, skip_serializing_if = "Option::is_none")]),
+        )
+    };
+    Ok(quote! {
+        #[doc = #doc]
+        #serde
+        #(#lists)*
+        pub #ident: #ty,
+    })
+}
+
+/// The doc text for a generated form: `explicit`, else the field's first
+/// sentence. A field without docs is an error: every CRD field is described.
+fn doc_of(field: &Field, explicit: Option<&LitStr>) -> Result<String> {
+    if let Some(explicit) = explicit {
+        return Ok(format!(" {}", explicit.value()));
+    }
+    let text = docs::text(&field.attrs);
+    if text.is_empty() {
+        return Err(Error::new(
+            field.span(),
+            "document the field (`///`): its docs describe it in the CRD",
+        ));
+    }
+    Ok(format!(" {}", docs::first_sentence(&text)))
+}
+
+/// The generic parameter standing for the scope, if the struct has one.
+fn scope_param(input: &DeriveInput) -> Result<Option<Ident>> {
+    let mut params = input.generics.params.iter();
+    let scope = match params.next() {
+        None => None,
+        Some(GenericParam::Type(t)) => Some(t.ident.clone()),
+        Some(other) => {
+            return Err(Error::new(
+                other.span(),
+                "the one generic parameter allowed is the scope (`S: Scope`)",
+            ));
+        }
+    };
+    if let Some(extra) = params.next() {
+        return Err(Error::new(
+            extra.span(),
+            "the one generic parameter allowed is the scope (`S: Scope`)",
+        ));
+    }
+    Ok(scope)
+}
+
+/// Whether `ty` names `param` anywhere (`S::Reference`, `Option<Vec<S::Selector>>`).
+fn mentions(ty: &Type, param: &Ident) -> bool {
+    quote!(#ty)
+        .into_iter()
+        .any(|t| names::token_mentions(&t, param))
+}
+
+/// What the user's crate calls crossplane-managed-types.
+fn types_crate() -> Result<Tokens> {
+    use proc_macro_crate::{FoundCrate, crate_name};
+    match crate_name("crossplane-managed-types") {
+        // The crate's own doc tests, tests and examples are crates of their
+        // own that see it by its name; the library never derives.
+        Ok(FoundCrate::Itself) => Ok(quote!(::crossplane_managed_types)),
+        Ok(FoundCrate::Name(name)) => {
+            let name = Ident::new(&name, Span::call_site());
+            Ok(quote!(::#name))
+        }
+        Err(error) => Err(Error::new(
+            Span::call_site(),
+            format!("ManagedResource needs crossplane-managed-types as a dependency: {error}"),
+        )),
+    }
+}
+
+fn kind_attrs(input: &DeriveInput) -> Result<KindAttrs> {
+    let mut kind = None;
+    let mut root = None;
+    let mut singular = None;
+    let mut plural = None;
+    let mut group = None;
+    let mut legacy_group = None;
+    let mut version = None;
+    let mut doc = None;
+    let mut noun = None;
+    let mut categories = Vec::new();
+    let mut rules = Vec::new();
+    let mut observed = None;
+    let mut connection_details = None;
+    let mut external_name = None;
+    for attr in input.attrs.iter().filter(|a| a.path().is_ident("managed")) {
+        attr.parse_nested_meta(|meta| {
+            let key = meta
+                .path
+                .get_ident()
+                .map(Ident::to_string)
+                .unwrap_or_default();
+            match key.as_str() {
+                "kind" => kind = Some(meta.value()?.parse()?),
+                "root" => root = Some(meta.value()?.parse()?),
+                "singular" => singular = Some(meta.value()?.parse()?),
+                "plural" => plural = Some(meta.value()?.parse()?),
+                "group" => group = Some(meta.value()?.parse()?),
+                "legacy_group" => legacy_group = Some(meta.value()?.parse()?),
+                "version" => version = Some(meta.value()?.parse()?),
+                "doc" => doc = Some(meta.value()?.parse()?),
+                "noun" => noun = Some(meta.value()?.parse()?),
+                "category" => categories.push(meta.value()?.parse()?),
+                "rule" => rules.push(meta.value()?.parse()?),
+                "observed" => observed = Some(meta.value()?.parse()?),
+                "connection_details" => connection_details = Some(meta.value()?.parse()?),
+                "external_name" => {
+                    let path: Path = meta.value()?.parse()?;
+                    let ident = path
+                        .get_ident()
+                        .filter(|i| *i == "AssignedByCloud" || *i == "MetadataName")
+                        .cloned()
+                        .ok_or_else(|| {
+                            meta.error("external_name is AssignedByCloud or MetadataName")
+                        })?;
+                    external_name = Some(ident);
+                }
+                _ => return Err(meta.error(format!("unknown kind setting `{key}`"))),
+            }
+            Ok(())
+        })?;
+    }
+    let required = |value: Option<LitStr>, name: &str| {
+        value.ok_or_else(|| {
+            Error::new(
+                input.ident.span(),
+                format!("#[managed({name} = \"...\")] is required"),
+            )
+        })
+    };
+    Ok(KindAttrs {
+        kind: required(kind, "kind")?,
+        root,
+        singular,
+        plural,
+        group: required(group, "group")?,
+        legacy_group,
+        version: required(version, "version")?,
+        doc,
+        noun,
+        categories,
+        rules,
+        observed,
+        connection_details,
+        external_name,
+    })
+}
+
+fn field_attrs(field: &Field) -> Result<FieldAttrs> {
+    let mut attrs = FieldAttrs::default();
+    for attr in field.attrs.iter().filter(|a| a.path().is_ident("managed")) {
+        attr.parse_nested_meta(|meta| {
+            let key = meta
+                .path
+                .get_ident()
+                .map(Ident::to_string)
+                .unwrap_or_default();
+            match key.as_str() {
+                "identifier" => attrs.identifier = true,
+                "not_observed" => attrs.not_observed = true,
+                "init_doc" => attrs.init_doc = Some(meta.value()?.parse()?),
+                "observed_doc" => attrs.observed_doc = Some(meta.value()?.parse()?),
+                "reference" => {
+                    let (mut kind, mut plural, mut group) = (None, None, None);
+                    let (mut legacy_group, mut version, mut value) = (None, None, None);
+                    meta.parse_nested_meta(|inner| {
+                        let key = inner
+                            .path
+                            .get_ident()
+                            .map(Ident::to_string)
+                            .unwrap_or_default();
+                        let slot = match key.as_str() {
+                            "kind" => &mut kind,
+                            "plural" => &mut plural,
+                            "group" => &mut group,
+                            "legacy_group" => &mut legacy_group,
+                            "version" => &mut version,
+                            "value" => &mut value,
+                            _ => {
+                                return Err(
+                                    inner.error(format!("unknown reference setting `{key}`"))
+                                );
+                            }
+                        };
+                        *slot = Some(inner.value()?.parse::<LitStr>()?);
+                        Ok(())
+                    })?;
+                    let missing =
+                        |name| meta.error(format!("a reference names its target's {name}"));
+                    attrs.reference = Some(ReferenceAttrs {
+                        kind: kind.ok_or_else(|| missing("kind"))?,
+                        plural: plural.ok_or_else(|| missing("plural"))?,
+                        group,
+                        legacy_group,
+                        version,
+                        value,
+                    });
+                }
+                _ => return Err(meta.error(format!("unknown field setting `{key}`"))),
+            }
+            Ok(())
+        })?;
+    }
+    Ok(attrs)
+}
