@@ -91,6 +91,12 @@ pub struct DatabaseInstanceParameters<S: Scope> {
     pub master_password_secret_ref: Option<S::SecretKeySelector>,
     /// Ids of the Subnets the instance is reachable in. Set them directly,
     /// or let `subnetIdRefs` / `subnetIdSelector` fill them in.
+    #[managed(reference(
+        kind = "Subnet",
+        plural = "subnets",
+        group = "network.fakecloud.m.crossplane.io",
+        legacy_group = "network.fakecloud.crossplane.io"
+    ))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subnet_ids: Option<Vec<String>>,
     /// Subnet objects whose `status.atProvider.id` become `subnetIds`.
