@@ -83,36 +83,62 @@ pub struct Existing {
 #[derive(Debug, thiserror::Error)]
 pub enum DemoError {
     #[error("starting the control plane: {0}")]
-    Cluster(#[from] e2e::ClusterError),
+    Cluster(e2e::ClusterError),
     #[error("fakecloud: {0}")]
-    Cloud(#[from] fakecloud::Error),
+    Cloud(fakecloud::Error),
     #[error("fakecloud client: {0}")]
-    CloudClient(#[from] fakecloud::client::ClientError),
+    CloudClient(fakecloud::client::ClientError),
     #[error("kubernetes: {0}")]
-    Kube(#[from] kube::Error),
+    Kube(kube::Error),
     #[error(transparent)]
     Objects(#[from] e2e::objects::ObjectsError),
     #[error(transparent)]
     Scenario(#[from] e2e::scenarios::ScenarioError),
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("{what}: {error}")]
+    Io { what: String, error: std::io::Error },
     #[error(transparent)]
     Provider(#[from] e2e::provider_process::ProviderProcessError),
     #[error("Crossplane stand-in: {0}")]
-    StandIn(#[from] e2e::crossplane_standin::StandInError),
+    StandIn(e2e::crossplane_standin::StandInError),
     #[error("unexpected: {0}")]
     Unexpected(String),
 }
 
+impl From<e2e::ClusterError> for DemoError {
+    fn from(error: e2e::ClusterError) -> Self {
+        DemoError::Cluster(error)
+    }
+}
+
+impl From<fakecloud::Error> for DemoError {
+    fn from(error: fakecloud::Error) -> Self {
+        DemoError::Cloud(error)
+    }
+}
+
+impl From<fakecloud::client::ClientError> for DemoError {
+    fn from(error: fakecloud::client::ClientError) -> Self {
+        DemoError::CloudClient(error)
+    }
+}
+
+impl From<kube::Error> for DemoError {
+    fn from(error: kube::Error) -> Self {
+        DemoError::Kube(error)
+    }
+}
+
+impl From<e2e::crossplane_standin::StandInError> for DemoError {
+    fn from(error: e2e::crossplane_standin::StandInError) -> Self {
+        DemoError::StandIn(error)
+    }
+}
+
 impl DemoError {
-    pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+    pub(crate) fn io(what: impl Into<String>, error: std::io::Error) -> Self {
         Self::Io {
             what: what.into(),
-            source,
+            error,
         }
     }
 }

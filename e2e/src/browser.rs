@@ -45,11 +45,10 @@ pub enum BrowserError {
         timeout: Duration,
         tail: String,
     },
-    #[error("{what}: {source}")]
+    #[error("{what}: {error}")]
     Io {
         what: &'static str,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -76,7 +75,7 @@ impl ChromeDriver {
     pub async fn start() -> Result<Self, BrowserError> {
         let driver = binary("CHROMEDRIVER", CHROMEDRIVER, "chromedriver")?;
         let chromium = binary("CHROMIUM", CHROMIUM, "chromium")?;
-        let io = |what| move |source| BrowserError::Io { what, source };
+        let io = |what| move |error| BrowserError::Io { what, error };
         let dir = tempfile::tempdir().map_err(io("creating the browser's folder"))?;
         // A port the kernel just handed out is free for the driver to take.
         let addr = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))

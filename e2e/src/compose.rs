@@ -59,18 +59,10 @@ pub mod files {
 pub enum SetupError {
     #[error(transparent)]
     Cluster(#[from] ClusterError),
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{what}: {source}")]
-    Kube {
-        what: String,
-        #[source]
-        source: kube::Error,
-    },
+    #[error("{what}: {error}")]
+    Io { what: String, error: std::io::Error },
+    #[error("{what}: {error}")]
+    Kube { what: String, error: kube::Error },
     #[error("the API server did not become ready within {waited:?}; last answer: {last}")]
     NotReady { waited: Duration, last: String },
     #[error("{0}")]
@@ -78,17 +70,17 @@ pub enum SetupError {
 }
 
 impl SetupError {
-    fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+    fn io(what: impl Into<String>, error: std::io::Error) -> Self {
         Self::Io {
             what: what.into(),
-            source,
+            error,
         }
     }
 
-    fn kube(what: impl Into<String>, source: kube::Error) -> Self {
+    fn kube(what: impl Into<String>, error: kube::Error) -> Self {
         Self::Kube {
             what: what.into(),
-            source,
+            error,
         }
     }
 }

@@ -174,9 +174,9 @@ async fn wait_established(
         wanted: "Established",
         waited: CRD_TIMEOUT,
     })?
-    .map_err(|source| ClusterError::Wait {
+    .map_err(|error| ClusterError::Wait {
         context: format!("waiting for CRD {name} to be Established"),
-        source,
+        error,
     })?;
     Ok(())
 }
@@ -226,9 +226,9 @@ pub(crate) async fn delete(client: &Client, name: &str) -> Result<(), ClusterErr
         wanted: "deleted",
         waited: CRD_TIMEOUT,
     })?
-    .map_err(|source| ClusterError::Wait {
+    .map_err(|error| ClusterError::Wait {
         context: format!("waiting for CRD {name} to be deleted"),
-        source,
+        error,
     })?;
     Ok(())
 }

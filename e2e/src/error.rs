@@ -28,28 +28,25 @@ pub enum ClusterError {
     InvalidSelection(String),
 
     /// A file or folder operation failed.
-    #[error("{context}: {source}")]
+    #[error("{context}: {error}")]
     Io {
         context: String,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 
     /// Generating the test PKI (CA, serving certificate, service-account key).
-    #[error("generating {what}: {source}")]
+    #[error("generating {what}: {error}")]
     Pki {
         what: &'static str,
-        #[source]
-        source: rcgen::Error,
+        error: rcgen::Error,
     },
 
     /// A control-plane binary could not be started at all.
-    #[error("starting {component} ({binary}): {source}")]
+    #[error("starting {component} ({binary}): {error}")]
     Spawn {
         component: &'static str,
         binary: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 
     /// A control-plane process exited while the harness still needed it.
@@ -77,19 +74,14 @@ pub enum ClusterError {
     Kubeconfig { path: PathBuf, reason: String },
 
     /// A request to the API server failed.
-    #[error("{context}: {source}")]
-    Kube {
-        context: String,
-        #[source]
-        source: kube::Error,
-    },
+    #[error("{context}: {error}")]
+    Kube { context: String, error: kube::Error },
 
     /// Watching for a condition failed.
-    #[error("{context}: {source}")]
+    #[error("{context}: {error}")]
     Wait {
         context: String,
-        #[source]
-        source: kube::runtime::wait::Error,
+        error: kube::runtime::wait::Error,
     },
 
     /// A YAML manifest could not be read as Kubernetes objects.
@@ -138,17 +130,17 @@ pub enum ClusterError {
 }
 
 impl ClusterError {
-    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+    pub(crate) fn io(context: impl Into<String>, error: std::io::Error) -> Self {
         Self::Io {
             context: context.into(),
-            source,
+            error,
         }
     }
 
-    pub(crate) fn kube(context: impl Into<String>, source: kube::Error) -> Self {
+    pub(crate) fn kube(context: impl Into<String>, error: kube::Error) -> Self {
         Self::Kube {
             context: context.into(),
-            source,
+            error,
         }
     }
 }

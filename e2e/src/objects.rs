@@ -19,7 +19,7 @@ const POLL: Duration = Duration::from_millis(100);
 #[derive(Debug, thiserror::Error)]
 pub enum ObjectsError {
     #[error("kubernetes: {0}")]
-    Kube(#[from] kube::Error),
+    Kube(kube::Error),
     #[error("manifest without metadata.name: {0}")]
     Unnamed(String),
     #[error("timed out after {timeout:?} waiting for {what}; last seen: {last}")]
@@ -28,6 +28,12 @@ pub enum ObjectsError {
         timeout: Duration,
         last: String,
     },
+}
+
+impl From<kube::Error> for ObjectsError {
+    fn from(error: kube::Error) -> Self {
+        ObjectsError::Kube(error)
+    }
 }
 
 /// A kind the user works with, of either scope (the managed kinds, the

@@ -32,7 +32,7 @@ pub(crate) struct PkiFiles {
 /// Generates the PKI and writes it under `dir`. The serving certificate is
 /// valid for the loopback names and for `extra_hosts`.
 pub(crate) fn write_pki(dir: &Path, extra_hosts: &[&str]) -> Result<PkiFiles, ClusterError> {
-    let pki = |what| move |source| ClusterError::Pki { what, source };
+    let pki = |what| move |error| ClusterError::Pki { what, error };
 
     let ca_key = KeyPair::generate().map_err(pki("the CA key"))?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(pki("the CA"))?;

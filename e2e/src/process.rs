@@ -55,10 +55,10 @@ impl ManagedProcess {
             .stderr(err)
             .process_group(0);
         tracing::debug!(component, binary = %binary.display(), ?args, "starting");
-        let child = command.spawn().map_err(|source| ClusterError::Spawn {
+        let child = command.spawn().map_err(|error| ClusterError::Spawn {
             component,
             binary: binary.to_path_buf(),
-            source,
+            error,
         })?;
         Ok(Self {
             component,

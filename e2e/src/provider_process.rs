@@ -21,13 +21,9 @@ pub enum ProviderProcessError {
     #[error("the provider exited ({status}); last log lines:\n{tail}")]
     Exited { status: String, tail: String },
     #[error("starting the provider: {0}")]
-    Spawn(#[source] ClusterError),
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        #[source]
-        source: std::io::Error,
-    },
+    Spawn(ClusterError),
+    #[error("{what}: {error}")]
+    Io { what: String, error: std::io::Error },
     #[error("timed out after {timeout:?} waiting for the provider's /readyz; last seen: {last}")]
     NotReady { timeout: Duration, last: String },
     #[error("the provider's {path} at {addr} answered {status}")]
@@ -45,10 +41,10 @@ pub enum ProviderProcessError {
 }
 
 impl ProviderProcessError {
-    fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+    fn io(what: impl Into<String>, error: std::io::Error) -> Self {
         Self::Io {
             what: what.into(),
-            source,
+            error,
         }
     }
 }

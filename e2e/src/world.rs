@@ -73,23 +73,53 @@ pub enum WorldError {
     #[error(transparent)]
     Cluster(#[from] ClusterError),
     #[error("fakecloud: {0}")]
-    Cloud(#[from] fakecloud::Error),
+    Cloud(fakecloud::Error),
     #[error("fakecloud client: {0}")]
-    CloudClient(#[from] fakecloud::client::ClientError),
+    CloudClient(fakecloud::client::ClientError),
     #[error("kubernetes: {0}")]
-    Kube(#[from] kube::Error),
+    Kube(kube::Error),
     #[error("provider flags: {0}")]
-    Flags(#[from] clap::Error),
+    Flags(clap::Error),
     #[error(transparent)]
     Objects(#[from] ObjectsError),
     #[error(transparent)]
     Scenario(#[from] crate::scenarios::ScenarioError),
     #[error("io: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
     /// [`WorldOptions::accounts`] asked of a fakecloud that cannot have
     /// them, or an account fakecloud was not started with.
     #[error("fakecloud accounts: {0}")]
     Accounts(String),
+}
+
+impl From<fakecloud::Error> for WorldError {
+    fn from(error: fakecloud::Error) -> Self {
+        WorldError::Cloud(error)
+    }
+}
+
+impl From<fakecloud::client::ClientError> for WorldError {
+    fn from(error: fakecloud::client::ClientError) -> Self {
+        WorldError::CloudClient(error)
+    }
+}
+
+impl From<kube::Error> for WorldError {
+    fn from(error: kube::Error) -> Self {
+        WorldError::Kube(error)
+    }
+}
+
+impl From<clap::Error> for WorldError {
+    fn from(error: clap::Error) -> Self {
+        WorldError::Flags(error)
+    }
+}
+
+impl From<std::io::Error> for WorldError {
+    fn from(error: std::io::Error) -> Self {
+        WorldError::Io(error)
+    }
 }
 
 /// fakecloud, wherever it runs.

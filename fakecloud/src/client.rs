@@ -29,11 +29,11 @@ pub enum ClientError {
     /// The server answered with a problem document.
     #[error("{0}")]
     Api(Box<ApiFailure>),
-    #[error("{method} {path}: {source}")]
+    #[error("{method} {path}: {error}")]
     Transport {
         method: String,
         path: String,
-        source: reqwest::Error,
+        error: reqwest::Error,
     },
     #[error("{method} {path}: decoding the {status} response: {message}")]
     Decode {
@@ -80,7 +80,7 @@ impl ClientError {
         match self {
             ClientError::Api(failure) => Some(failure.status),
             ClientError::Decode { status, .. } => Some(*status),
-            ClientError::Transport { source, .. } => source.status().map(|s| s.as_u16()),
+            ClientError::Transport { error, .. } => error.status().map(|s| s.as_u16()),
         }
     }
 
@@ -111,7 +111,7 @@ impl ClientError {
     pub fn is_retryable(&self) -> bool {
         match self {
             ClientError::Api(failure) => failure.status == 429 || failure.status >= 500,
-            ClientError::Transport { source, .. } => source.is_connect() || source.is_timeout(),
+            ClientError::Transport { error, .. } => error.is_connect() || error.is_timeout(),
             ClientError::Decode { .. } => false,
         }
     }
@@ -285,10 +285,10 @@ impl Transport {
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(body.clone());
         }
-        let transport = |source| ClientError::Transport {
+        let transport = |error| ClientError::Transport {
             method: call.method.to_string(),
             path: call.path.clone(),
-            source,
+            error,
         };
         let response = request.send().await.map_err(transport)?;
         let status = response.status();

@@ -57,9 +57,9 @@ impl DerefMut for WriteTx {
 
 impl Db {
     pub async fn open(path: &str) -> Result<Db, Error> {
-        let open_err = |source| Error::OpenDatabase {
+        let open_err = |error| Error::OpenDatabase {
             path: path.to_string(),
-            source,
+            error,
         };
         let db = if path == IN_MEMORY {
             // One connection holds the whole database; it must never be
@@ -82,9 +82,9 @@ impl Db {
             if let Some(parent) = std::path::Path::new(path).parent()
                 && !parent.as_os_str().is_empty()
             {
-                std::fs::create_dir_all(parent).map_err(|source| Error::CreateDir {
+                std::fs::create_dir_all(parent).map_err(|error| Error::CreateDir {
                     path: parent.display().to_string(),
-                    source,
+                    error,
                 })?;
             }
             let options = SqliteConnectOptions::new()
@@ -115,9 +115,9 @@ impl Db {
         sqlx::migrate!("./migrations")
             .run(&db.write)
             .await
-            .map_err(|source| Error::Migrate {
+            .map_err(|error| Error::Migrate {
                 path: path.to_string(),
-                source,
+                error,
             })?;
         Ok(db)
     }

@@ -10,23 +10,20 @@ use crate::request_id;
 /// Failure to start or run the server.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("opening database {path}: {source}")]
-    OpenDatabase { path: String, source: sqlx::Error },
-    #[error("migrating database {path}: {source}")]
+    #[error("opening database {path}: {error}")]
+    OpenDatabase { path: String, error: sqlx::Error },
+    #[error("migrating database {path}: {error}")]
     Migrate {
         path: String,
-        source: sqlx::migrate::MigrateError,
+        error: sqlx::migrate::MigrateError,
     },
-    #[error("binding {addr}: {source}")]
+    #[error("binding {addr}: {error}")]
     Bind {
         addr: std::net::SocketAddr,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("creating database folder {path}: {source}")]
-    CreateDir {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("creating database folder {path}: {error}")]
+    CreateDir { path: String, error: std::io::Error },
     #[error("invalid API key spec {0:?}: expected KEY=ACCOUNT")]
     ApiKeySpec(String),
     #[error("serving HTTP: {0}")]

@@ -157,13 +157,13 @@ pub async fn spawn(config: Config) -> Result<RunningServer, Error> {
     ));
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
-        .map_err(|source| Error::Bind {
+        .map_err(|error| Error::Bind {
             addr: config.listen,
-            source,
+            error,
         })?;
-    let addr = listener.local_addr().map_err(|source| Error::Bind {
+    let addr = listener.local_addr().map_err(|error| Error::Bind {
         addr: config.listen,
-        source,
+        error,
     })?;
     let ticker_task = tokio::spawn(ticker::run(state.clone()));
     let checkpoint_task = tokio::spawn(ticker::checkpoint(state.clone()));

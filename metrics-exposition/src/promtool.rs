@@ -17,17 +17,17 @@ use std::process::{Command, Stdio};
 pub enum PromtoolError {
     /// promtool could not be started.
     #[error(
-        "cannot run {path} ({source}): install it with scripts/setup test, or name it in $PROMTOOL"
+        "cannot run {path} ({error}): install it with scripts/setup test, or name it in $PROMTOOL"
     )]
     Missing {
         /// Where it was looked for last.
         path: PathBuf,
         /// Why it did not start.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// Writing the body to it, or waiting for it, failed.
     #[error("talking to promtool: {0}")]
-    Io(#[source] std::io::Error),
+    Io(std::io::Error),
     /// It ran and reported findings, or failed.
     #[error("promtool check metrics ({status}) reports:\n{report}")]
     Findings {
@@ -64,7 +64,7 @@ pub fn check_metrics(text: &str) -> Result<(), PromtoolError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|source| PromtoolError::Missing { path, source })?;
+        .map_err(|error| PromtoolError::Missing { path, error })?;
     child
         .stdin
         .take()

@@ -45,16 +45,21 @@ use runtime::{Provider, Settings};
 #[derive(Debug, Error)]
 pub enum RunError {
     #[error("cannot build a Kubernetes client (is KUBECONFIG or the in-cluster config set?): {0}")]
-    Kube(#[from] kube::Error),
-    #[error("cannot serve {what} on {addr}: {source}")]
+    Kube(kube::Error),
+    #[error("cannot serve {what} on {addr}: {error}")]
     Serve {
         what: &'static str,
         addr: std::net::SocketAddr,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error(transparent)]
     Leader(#[from] runtime::leader::LeaderError),
+}
+
+impl From<kube::Error> for RunError {
+    fn from(error: kube::Error) -> Self {
+        RunError::Kube(error)
+    }
 }
 
 /// Runs the provider until `shutdown` is cancelled: health and metrics
@@ -149,6 +154,6 @@ fn spawn_server(
     tokio::spawn(async move {
         serve
             .await
-            .map_err(|source| RunError::Serve { what, addr, source })
+            .map_err(|error| RunError::Serve { what, addr, error })
     })
 }

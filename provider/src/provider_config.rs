@@ -53,7 +53,7 @@ pub fn types() -> ProviderConfigTypes {
         cluster: ApiResource::erase::<m::ClusterProviderConfig>(&()),
         legacy_usage: ApiResource::erase::<provider_config::ProviderConfigUsage>(&()),
         usage: ApiResource::erase::<m::ProviderConfigUsage>(&()),
-        legacy_usage_label: PROVIDER_CONFIG_LABEL,
+        legacy_usage_label: PROVIDER_CONFIG_LABEL.to_owned(),
     }
 }
 
@@ -72,12 +72,11 @@ const DELETING_RECHECK: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderConfigError {
-    #[error("cannot {action} for {name}: {source}")]
+    #[error("cannot {action} for {name}: {error}")]
     Kube {
         action: &'static str,
         name: String,
-        #[source]
-        source: kube::Error,
+        error: kube::Error,
     },
 }
 
@@ -114,8 +113,8 @@ fn error_policy<P: ConfigKind>(
     ctx: Arc<Context>,
 ) -> Action {
     let kind = kind_label::<P>();
-    let ProviderConfigError::Kube { source, .. } = error;
-    if matches!(source, kube::Error::Api(status) if status.code == 409) {
+    let ProviderConfigError::Kube { error: cause, .. } = error;
+    if matches!(cause, kube::Error::Api(status) if status.code == 409) {
         tracing::debug!(%error, "stale copy; retrying");
         ctx.metrics
             .record_reconcile(&kind, "conflict", Duration::ZERO);
@@ -151,7 +150,7 @@ async fn reconcile<P: ConfigKind>(
     async move {
         let kube_error = |action| {
             let name = described.clone();
-            move |source| ProviderConfigError::Kube { action, name, source }
+            move |error| ProviderConfigError::Kube { action, name, error }
         };
         // A namespaced ProviderConfig is used only from its own namespace;
         // the cluster-scoped kinds, from anywhere.

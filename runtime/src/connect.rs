@@ -49,10 +49,29 @@ pub struct ProviderConfigTypes {
     /// The label on a legacy usage that names its ProviderConfig
     /// (`<provider group>/provider-config`); the namespaced usages carry
     /// crossplane-runtime v2's labels.
-    pub legacy_usage_label: &'static str,
+    pub legacy_usage_label: String,
 }
 
 impl ProviderConfigTypes {
+    /// Crossplane's usual kinds at `version`: `ProviderConfig`,
+    /// `ClusterProviderConfig` and `ProviderConfigUsage` in `group` (the
+    /// namespaced kinds' group), and the legacy `ProviderConfig` and
+    /// `ProviderConfigUsage` in `legacy_group`, whose usages name their
+    /// ProviderConfig in the label `<legacy_group>/provider-config`.
+    pub fn standard(group: &str, legacy_group: &str, version: &str) -> Self {
+        let at = |group: &str, kind: &str| {
+            ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(group, version, kind))
+        };
+        Self {
+            legacy: at(legacy_group, "ProviderConfig"),
+            namespaced: at(group, "ProviderConfig"),
+            cluster: at(group, "ClusterProviderConfig"),
+            legacy_usage: at(legacy_group, "ProviderConfigUsage"),
+            usage: at(group, "ProviderConfigUsage"),
+            legacy_usage_label: format!("{legacy_group}/provider-config"),
+        }
+    }
+
     /// The API resource of a kind of ProviderConfig.
     pub fn resource(&self, kind: ProviderConfigKind) -> &ApiResource {
         match kind {
@@ -92,9 +111,11 @@ impl ProviderConfigTypes {
 
     /// The labels of a usage of the ProviderConfig `key`: its name, and
     /// for the `.m.` kinds its kind too.
-    fn usage_labels(&self, key: &ProviderConfigKey) -> Vec<(&'static str, String)> {
+    fn usage_labels(&self, key: &ProviderConfigKey) -> Vec<(&str, String)> {
         match key.kind {
-            ProviderConfigKind::Legacy => vec![(self.legacy_usage_label, key.name.clone())],
+            ProviderConfigKind::Legacy => {
+                vec![(self.legacy_usage_label.as_str(), key.name.clone())]
+            }
             kind => vec![
                 (PROVIDER_CONFIG_NAME_LABEL, key.name.clone()),
                 (PROVIDER_CONFIG_KIND_LABEL, self.resource(kind).kind.clone()),
@@ -299,9 +320,9 @@ impl Connector {
     async fn configured(&self, key: &ProviderConfigKey) -> Result<(Value, String), ConnectError> {
         // Described only for an error: connect runs on every reconcile.
         let name = || self.types.describe(key);
-        let read_error = |source| ConnectError::ProviderConfigRead {
+        let read_error = |error| ConnectError::ProviderConfigRead {
             name: name(),
-            source,
+            error,
         };
         let config: Value = self
             .cluster
@@ -328,9 +349,9 @@ impl Connector {
                 let selector = secret.ok_or_else(|| ConnectError::SecretRefMissing(name()))?;
                 read_secret_key(&*self.cluster, &selector, true)
                     .await
-                    .map_err(|source| ConnectError::Credentials {
+                    .map_err(|error| ConnectError::Credentials {
                         provider_config: name(),
-                        source,
+                        error,
                     })?
                     .trim()
                     .to_owned()

@@ -29,19 +29,19 @@ impl ConnectionSecret {
         ObjectKey::of::<Secret>(Some(&self.target.namespace), &self.target.name)
     }
 
-    fn read_error(&self, source: kube::Error) -> ConnectionError {
+    fn read_error(&self, error: kube::Error) -> ConnectionError {
         ConnectionError::Read {
             namespace: self.target.namespace.clone(),
             name: self.target.name.clone(),
-            source,
+            error,
         }
     }
 
-    fn write_error(&self, source: kube::Error) -> ConnectionError {
+    fn write_error(&self, error: kube::Error) -> ConnectionError {
         ConnectionError::Write {
             namespace: self.target.namespace.clone(),
             name: self.target.name.clone(),
-            source,
+            error,
         }
     }
 

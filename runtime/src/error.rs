@@ -1,6 +1,16 @@
 //! The errors of the managed reconciler, one enum per layer. Their messages
 //! end up in the `Synced` condition, so each says what failed and, where it
 //! can, what to do; none carries a secret value.
+//!
+//! The convention of every error type in the workspace: a wrapper's message
+//! carries the whole story (it includes the inner error's text, `{0}` or
+//! `{error}`), and its `source()` returns nothing for that inner error: no
+//! `#[source]`, no `#[from]` (a hand-written `From` where `?` needs one), no
+//! field named `source`. Logs and conditions print errors with Display
+//! (`%error`, `to_string()`), and a condition's message must hold the whole
+//! text in one string; a chain printer (anyhow's `{:#}`) would otherwise
+//! print the inner error twice. `#[error(transparent)]` prints once too, and
+//! a wrapper whose message leaves the inner error out may keep `#[source]`.
 
 use thiserror::Error;
 
@@ -73,12 +83,11 @@ pub struct UnusableConfig(pub String);
 pub enum ExternalError {
     #[error("{0}")]
     Cloud(Box<dyn CloudError>),
-    #[error("cannot read Secret {namespace}/{name}: {source}")]
+    #[error("cannot read Secret {namespace}/{name}: {error}")]
     ReadSecret {
         namespace: String,
         name: String,
-        #[source]
-        source: kube::Error,
+        error: kube::Error,
     },
     #[error("Secret {namespace}/{name} does not exist")]
     SecretMissing { namespace: String, name: String },
@@ -151,11 +160,10 @@ pub enum ReferenceError {
         kind: &'static str,
         field: &'static str,
     },
-    #[error("cannot list or get {kind}: {source}")]
+    #[error("cannot list or get {kind}: {error}")]
     Kube {
         kind: &'static str,
-        #[source]
-        source: kube::Error,
+        error: kube::Error,
     },
 }
 
@@ -172,19 +180,17 @@ pub enum ConnectionError {
     },
     #[error("the provider must keep a generated {keys}: set spec.writeConnectionSecretToRef")]
     Unkept { keys: String },
-    #[error("cannot read Secret {namespace}/{name}: {source}")]
+    #[error("cannot read Secret {namespace}/{name}: {error}")]
     Read {
         namespace: String,
         name: String,
-        #[source]
-        source: kube::Error,
+        error: kube::Error,
     },
-    #[error("cannot write Secret {namespace}/{name}: {source}")]
+    #[error("cannot write Secret {namespace}/{name}: {error}")]
     Write {
         namespace: String,
         name: String,
-        #[source]
-        source: kube::Error,
+        error: kube::Error,
     },
 }
 
@@ -195,51 +201,45 @@ pub enum ConnectionError {
 pub enum ConnectError {
     #[error("{0} does not exist: create it or set spec.providerConfigRef")]
     ProviderConfigMissing(String),
-    #[error("cannot get {name}: {source}")]
-    ProviderConfigRead {
-        name: String,
-        #[source]
-        source: kube::Error,
-    },
+    #[error("cannot get {name}: {error}")]
+    ProviderConfigRead { name: String, error: kube::Error },
     #[error("{0} uses source Secret but has no credentials.secretRef")]
     SecretRefMissing(String),
-    #[error("cannot read the credentials of {provider_config}: {source}")]
+    #[error("cannot read the credentials of {provider_config}: {error}")]
     Credentials {
         provider_config: String,
-        #[source]
-        source: ExternalError,
+        error: ExternalError,
     },
     /// The provider's [`crate::Connect`] cannot use the ProviderConfig's
     /// spec; `reason` says what to fix.
     #[error("{provider_config} cannot be used: {reason}")]
     Unusable {
         provider_config: String,
-        #[source]
         reason: UnusableConfig,
     },
     #[error("cannot record ProviderConfigUsage: {0}")]
-    Usage(#[source] kube::Error),
+    Usage(kube::Error),
 }
 
 /// Why one reconcile of a managed resource failed.
 #[derive(Debug, Error)]
 pub enum ReconcileError {
     #[error("cannot resolve references: {0}")]
-    References(#[from] ReferenceError),
+    References(ReferenceError),
     #[error("cannot connect to the cloud: {0}")]
-    Connect(#[from] ConnectError),
+    Connect(ConnectError),
     #[error("cannot observe external resource: {0}")]
-    Observe(#[source] ExternalError),
+    Observe(ExternalError),
     #[error("cannot create external resource: {0}")]
-    Create(#[source] ExternalError),
+    Create(ExternalError),
     #[error("cannot update external resource: {0}")]
-    Update(#[source] ExternalError),
+    Update(ExternalError),
     #[error("cannot delete external resource: {0}")]
-    Delete(#[source] ExternalError),
+    Delete(ExternalError),
     #[error("connection Secret: {0}")]
-    ConnectionSecret(#[from] ConnectionError),
+    ConnectionSecret(ConnectionError),
     #[error("cannot gather connection details: {0}")]
-    ConnectionDetails(#[source] ExternalError),
+    ConnectionDetails(ExternalError),
     #[error(transparent)]
     Unreadable(#[from] Unreadable),
     #[error(
@@ -262,11 +262,10 @@ pub enum ReconcileError {
         "created external resource {created:?}, but the managed resource now names {recorded}: {created:?} is not managed by it; delete it in the cloud if it is not wanted"
     )]
     CreateSuperseded { created: String, recorded: String },
-    #[error("cannot {action}: {source}")]
+    #[error("cannot {action}: {error}")]
     Kube {
         action: &'static str,
-        #[source]
-        source: kube::Error,
+        error: kube::Error,
     },
     /// The cloud server is paused or its rate booked ahead: not a failure;
     /// the object waits in the server's line and is woken in its turn
@@ -275,12 +274,30 @@ pub enum ReconcileError {
     Deferred(crate::pacing::Deferral),
 }
 
+impl From<ReferenceError> for ReconcileError {
+    fn from(error: ReferenceError) -> Self {
+        ReconcileError::References(error)
+    }
+}
+
+impl From<ConnectError> for ReconcileError {
+    fn from(error: ConnectError) -> Self {
+        ReconcileError::Connect(error)
+    }
+}
+
+impl From<ConnectionError> for ReconcileError {
+    fn from(error: ConnectionError) -> Self {
+        ReconcileError::ConnectionSecret(error)
+    }
+}
+
 impl ReconcileError {
     /// A write was refused because our copy of the object was stale (HTTP
     /// 409 on a resourceVersion precondition): not a failure of the
     /// resource, only of the informer's timing.
     pub fn is_conflict(&self) -> bool {
-        matches!(self, ReconcileError::Kube { source: kube::Error::Api(status), .. } if status.code == 409)
+        matches!(self, ReconcileError::Kube { error: kube::Error::Api(status), .. } if status.code == 409)
     }
 }
 
@@ -295,11 +312,138 @@ pub enum Never {}
 /// reconcile cannot decide anything from it.
 #[derive(Debug, Error)]
 #[error(
-    "cannot read the {what} as JSON ({source}): was it written by another version of the provider? Fix or remove the offending field"
+    "cannot read the {what} as JSON ({error}): was it written by another version of the provider? Fix or remove the offending field"
 )]
 pub struct Unreadable {
     /// What could not be read: `managed resource` or `status`.
     pub what: &'static str,
     /// Why.
-    pub source: serde_json::Error,
+    pub error: serde_json::Error,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::reconcile::QueryError;
+
+    /// The error and its `source()` chain, as anyhow's `{:#}` prints them.
+    fn chain(error: &dyn std::error::Error) -> String {
+        let mut text = error.to_string();
+        let mut source = error.source();
+        while let Some(cause) = source {
+            text.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        text
+    }
+
+    fn kube_error(message: &str) -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status::failure(message, "Conflict")
+                .with_code(409)
+                .boxed(),
+        )
+    }
+
+    #[derive(Debug, Error)]
+    #[error("cloud said {0}")]
+    struct Cloud(&'static str);
+
+    impl CloudError for Cloud {
+        fn status(&self) -> Option<u16> {
+            Some(500)
+        }
+    }
+
+    /// The convention at the top of this module: the message carries the
+    /// inner error's text, and walking `source()` adds no second copy.
+    /// (kube's own Display repeats its message, so the whole text counts.)
+    #[test]
+    fn a_wrapped_error_is_printed_once() {
+        let inner = "the-inner-message";
+        let kube = kube_error(inner).to_string();
+        let cloud = Cloud(inner).to_string();
+        let json = serde_json::from_str::<u8>("\"x\"").unwrap_err().to_string();
+        let cases: Vec<(Box<dyn std::error::Error>, String)> = vec![
+            (
+                Box::new(ReconcileError::Kube {
+                    action: "patch the status",
+                    error: kube_error(inner),
+                }),
+                kube.clone(),
+            ),
+            (
+                Box::new(ReconcileError::from(ConnectError::Credentials {
+                    provider_config: "ProviderConfig default".into(),
+                    error: ExternalError::ReadSecret {
+                        namespace: "ns".into(),
+                        name: "creds".into(),
+                        error: kube_error(inner),
+                    },
+                })),
+                kube.clone(),
+            ),
+            (
+                Box::new(ReconcileError::from(ReferenceError::Kube {
+                    kind: "Vpc",
+                    error: kube_error(inner),
+                })),
+                kube.clone(),
+            ),
+            (
+                Box::new(ReconcileError::from(ConnectionError::Write {
+                    namespace: "ns".into(),
+                    name: "conn".into(),
+                    error: kube_error(inner),
+                })),
+                kube.clone(),
+            ),
+            (
+                Box::new(ReconcileError::Observe(Cloud(inner).into())),
+                cloud.clone(),
+            ),
+            (
+                Box::new(ReconcileError::from(ConnectError::Unusable {
+                    provider_config: "ProviderConfig default".into(),
+                    reason: UnusableConfig(inner.into()),
+                })),
+                inner.into(),
+            ),
+            (
+                Box::new(ReconcileError::from(ConnectError::Usage(kube_error(inner)))),
+                kube.clone(),
+            ),
+            (
+                Box::new(ReconcileError::from(Unreadable {
+                    what: "status",
+                    error: serde_json::from_str::<u8>("\"x\"").unwrap_err(),
+                })),
+                json,
+            ),
+            (
+                Box::new(QueryError::List {
+                    kind: "Vpc".into(),
+                    error: Cloud(inner).into(),
+                }),
+                cloud.clone(),
+            ),
+            (
+                Box::new(QueryError::Status(kube_error(inner))),
+                kube.clone(),
+            ),
+            (
+                Box::new(crate::kube_client::ClientError::from(kube_error(inner))),
+                kube.clone(),
+            ),
+        ];
+        for (error, inner) in cases {
+            let printed = chain(error.as_ref());
+            assert_eq!(
+                printed.matches(inner.as_str()).count(),
+                1,
+                "{inner:?} once in {printed:?}"
+            );
+            assert!(error.source().is_none(), "{printed}");
+        }
+    }
 }

@@ -53,10 +53,16 @@ pub enum ClientError {
     /// Its TLS settings or credentials are unusable (a bad certificate, an
     /// unreadable token file).
     #[error("the Kubernetes configuration is unusable: {0}")]
-    Config(#[from] kube::Error),
+    Config(kube::Error),
     /// Its `tls-server-name` is not a valid DNS name or IP address.
     #[error("tls-server-name {name:?} is not a valid server name")]
     ServerName { name: String },
+}
+
+impl From<kube::Error> for ClientError {
+    fn from(error: kube::Error) -> Self {
+        ClientError::Config(error)
+    }
 }
 
 /// A client of the API server `config` names: HTTP/2 where the server

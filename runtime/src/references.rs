@@ -159,9 +159,9 @@ impl<'a> Resolver<'a> {
             .cluster
             .get(&key)
             .await
-            .map_err(|source| ReferenceError::Kube {
+            .map_err(|error| ReferenceError::Kube {
                 kind: field.target_kind,
-                source,
+                error,
             })?
             .ok_or_else(|| ReferenceError::NotFound {
                 kind: field.target_kind,
@@ -202,9 +202,9 @@ impl<'a> Resolver<'a> {
             .cluster
             .list(&Self::resource(field), namespace.as_deref(), &labels)
             .await
-            .map_err(|source| ReferenceError::Kube {
+            .map_err(|error| ReferenceError::Kube {
                 kind: field.target_kind,
-                source,
+                error,
             })?;
         let want_controller = selector.match_controller_ref == Some(true);
         let mut names: Vec<String> = list

@@ -120,10 +120,10 @@ pub async fn read_secret_key(
     selector: &SecretKeyLocation,
     watched: bool,
 ) -> Result<String, ExternalError> {
-    let read_error = |source| ExternalError::ReadSecret {
+    let read_error = |error| ExternalError::ReadSecret {
         namespace: selector.namespace.clone(),
         name: selector.name.clone(),
-        source,
+        error,
     };
     let key = ObjectKey::of::<Secret>(Some(&selector.namespace), &selector.name);
     let read = if watched {

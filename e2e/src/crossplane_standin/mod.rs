@@ -72,35 +72,36 @@ pub const PACKAGE_MANAGER: &str = "crossplane-standin-package-manager";
 /// Why the stand-in could not do its work.
 #[derive(Debug, thiserror::Error)]
 pub enum StandInError {
-    #[error("{context}: {source}")]
-    Kube {
-        context: String,
-        #[source]
-        source: kube::Error,
-    },
+    #[error("{context}: {error}")]
+    Kube { context: String, error: kube::Error },
     #[error(transparent)]
     Cluster(#[from] ClusterError),
     #[error("package {path}: {reason}")]
     Package { path: PathBuf, reason: String },
     #[error("timed out after {waited:?} waiting for {what}")]
     Timeout { what: String, waited: Duration },
-    #[error("waiting for {what}: {source}")]
+    #[error("waiting for {what}: {error}")]
     Wait {
         what: String,
-        #[source]
-        source: kube::runtime::wait::Error,
+        error: kube::runtime::wait::Error,
     },
     #[error("the stand-in's watches ended")]
     WatchEnded,
     #[error("the stand-in's task died: {0}")]
-    Task(#[from] tokio::task::JoinError),
+    Task(tokio::task::JoinError),
+}
+
+impl From<tokio::task::JoinError> for StandInError {
+    fn from(error: tokio::task::JoinError) -> Self {
+        StandInError::Task(error)
+    }
 }
 
 impl StandInError {
-    pub(crate) fn kube(context: impl Into<String>, source: kube::Error) -> Self {
+    pub(crate) fn kube(context: impl Into<String>, error: kube::Error) -> Self {
         Self::Kube {
             context: context.into(),
-            source,
+            error,
         }
     }
 }
@@ -175,9 +176,9 @@ pub async fn wait_for_definitions(client: &Client, timeout: Duration) -> Result<
             what: format!("CRD {name} (installed by the crossplane-standin service)"),
             waited: timeout,
         })?
-        .map_err(|source| StandInError::Wait {
+        .map_err(|error| StandInError::Wait {
             what: format!("CRD {name}"),
-            source,
+            error,
         })?;
     }
     Ok(())

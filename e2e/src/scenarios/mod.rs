@@ -57,11 +57,23 @@ pub enum ScenarioError {
     #[error(transparent)]
     Objects(#[from] ObjectsError),
     #[error("fakecloud: {0}")]
-    Cloud(#[from] fakecloud::client::ClientError),
+    Cloud(fakecloud::client::ClientError),
     #[error("invalid fakecloud request body: {0}")]
-    Body(#[from] serde_json::Error),
+    Body(serde_json::Error),
     #[error("expectation did not hold: {}", failed.join("; "))]
     NotHeld { failed: Vec<String> },
+}
+
+impl From<fakecloud::client::ClientError> for ScenarioError {
+    fn from(error: fakecloud::client::ClientError) -> Self {
+        ScenarioError::Cloud(error)
+    }
+}
+
+impl From<serde_json::Error> for ScenarioError {
+    fn from(error: serde_json::Error) -> Self {
+        ScenarioError::Body(error)
+    }
 }
 
 /// Where a scenario plays: the user's view of a running system.

@@ -52,35 +52,35 @@ pub enum QueryError {
     #[error("the query cannot be used: {0}")]
     Unusable(String),
     #[error("cannot connect to the cloud: {0}")]
-    Connect(#[from] ConnectError),
-    #[error("cannot list {kind}s: {source}")]
-    List {
-        kind: String,
-        #[source]
-        source: ExternalError,
-    },
+    Connect(ConnectError),
+    #[error("cannot list {kind}s: {error}")]
+    List { kind: String, error: ExternalError },
     #[error("the cloud returned more than {MAX_PAGES} pages of {kind}s: listing stopped")]
     Paging { kind: String },
-    #[error("cannot apply managed resource {kind} {name:?}: {source}")]
+    #[error("cannot apply managed resource {kind} {name:?}: {error}")]
     Apply {
         kind: String,
         name: String,
-        #[source]
-        source: kube::Error,
+        error: kube::Error,
     },
-    #[error("cannot release managed resource {kind} {name:?}: {source}")]
+    #[error("cannot release managed resource {kind} {name:?}: {error}")]
     Release {
         kind: String,
         name: String,
-        #[source]
-        source: kube::Error,
+        error: kube::Error,
     },
     #[error("cannot write the status: {0}")]
-    Status(#[source] kube::Error),
+    Status(kube::Error),
     #[error(
         "the watch of the query's {kind}s has not listed them: can the provider list and watch {kind}s?"
     )]
     Unwatched { kind: String },
+}
+
+impl From<ConnectError> for QueryError {
+    fn from(error: ConnectError) -> Self {
+        QueryError::Connect(error)
+    }
 }
 
 impl QueryError {
@@ -89,7 +89,7 @@ impl QueryError {
     fn is_conflict(&self) -> bool {
         matches!(
             self,
-            QueryError::Release { source: kube::Error::Api(status), .. }
+            QueryError::Release { error: kube::Error::Api(status), .. }
             | QueryError::Status(kube::Error::Api(status))
                 if status.code == 409
         )
@@ -266,9 +266,9 @@ async fn list_all<Q: QueryKind<C>, C: Connect>(
         let Page { found: more, next } = ctx
             .call_unadmitted(kind, "list", &pacer, || query.list(&client, token.clone()))
             .await
-            .map_err(|source| QueryError::List {
+            .map_err(|error| QueryError::List {
                 kind: managed_kind.clone(),
-                source,
+                error,
             })?;
         found.extend(more);
         match next {
@@ -353,10 +353,10 @@ async fn apply_one<Q: QueryKind<C>, C: Connect>(
     ctx.cluster
         .apply(&key, template.object(&desired), false)
         .await
-        .map_err(|source| QueryError::Apply {
+        .map_err(|error| QueryError::Apply {
             kind: template.kind.clone(),
             name: desired.name.clone(),
-            source,
+            error,
         })?;
     ctx.metrics.kube_write(kind, "managed");
     controller.applied(uid, &desired.name);
@@ -381,10 +381,10 @@ async fn release<Q: QueryKind<C>, C: Connect>(
         ctx.cluster
             .merge_patch(&key, template.release_patch(o, &absent_uid()))
             .await
-            .map_err(|source| QueryError::Release {
+            .map_err(|error| QueryError::Release {
                 kind: template.kind.clone(),
                 name: o.name.clone(),
-                source,
+                error,
             })?;
         ctx.metrics.kube_write(kind, "managed");
     }

@@ -196,7 +196,7 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
                 .get(&self.key())
                 .await
                 .and_then(|found| found.map(typed::<K>).transpose())
-                .map_err(|source| ReconcileError::Kube { action, source })?;
+                .map_err(|error| ReconcileError::Kube { action, error })?;
             let Some(found) = found else {
                 return Err(ReconcileError::CreateSuperseded {
                     created: name.to_owned(),

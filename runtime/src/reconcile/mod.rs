@@ -290,12 +290,10 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
         // that would forget its conditions and write them over.
         let original: Status = match json.get("status") {
             None | Some(Value::Null) => Status::default(),
-            Some(status) => {
-                serde_json::from_value(status.clone()).map_err(|source| Unreadable {
-                    what: "status",
-                    source,
-                })?
-            }
+            Some(status) => serde_json::from_value(status.clone()).map_err(|error| Unreadable {
+                what: "status",
+                error,
+            })?,
         };
         Ok(Self {
             ctx,
@@ -716,9 +714,9 @@ const RECORD_ATTEMPTS: u32 = 5;
 /// with keys that are not strings): a clear error, never an empty object
 /// that would read as a spec with nothing set.
 fn as_json<K: serde::Serialize>(mr: &K) -> Result<Value, Unreadable> {
-    serde_json::to_value(mr).map_err(|source| Unreadable {
+    serde_json::to_value(mr).map_err(|error| Unreadable {
         what: "managed resource",
-        source,
+        error,
     })
 }
 

@@ -63,7 +63,7 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
             .merge_patch(&self.key(), patch)
             .await
             .and_then(typed)
-            .map_err(|source| ReconcileError::Kube { action, source })?;
+            .map_err(|error| ReconcileError::Kube { action, error })?;
         self.replace_mr(patched)?;
         self.ctx.metrics.kube_write(&self.kind, target);
         self.remember_write(self.mr.resource_version().as_deref());
