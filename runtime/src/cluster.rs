@@ -35,6 +35,7 @@ use tokio::task::AbortHandle;
 
 mod guard;
 mod listed;
+#[cfg(any(test, feature = "testing"))]
 pub mod memory;
 
 pub use guard::Guard;
@@ -50,6 +51,15 @@ pub struct ObjectKey {
 }
 
 impl ObjectKey {
+    /// The key of an object of `resource`.
+    pub fn new(resource: &ApiResource, namespace: Option<&str>, name: &str) -> Self {
+        Self {
+            resource: resource.clone(),
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
+        }
+    }
+
     /// The key of an object of the typed kind `K`.
     pub fn of<K: Resource<DynamicType = ()>>(namespace: Option<&str>, name: &str) -> Self {
         Self {

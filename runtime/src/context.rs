@@ -64,6 +64,25 @@ pub struct Settings {
     pub management_policies_enabled: bool,
 }
 
+impl Settings {
+    /// crossplane-runtime's defaults for the provider `name`: a 1 minute
+    /// poll (1 second at least, 1 second while a resource is pending), 5 %
+    /// jitter, a 1 hour sync period, Crossplane's tags on created
+    /// resources, management policies honoured.
+    pub fn named(name: &str) -> Self {
+        Self {
+            provider_name: name.to_owned(),
+            poll_interval: Duration::from_secs(60),
+            min_poll_interval: Duration::from_secs(1),
+            pending_poll_interval: Duration::from_secs(1),
+            poll_jitter: None,
+            sync_interval: Duration::from_secs(3_600),
+            external_tags: true,
+            management_policies_enabled: true,
+        }
+    }
+}
+
 /// What every reconcile shares. Its Kubernetes side is a [`Cluster`], so
 /// that reconciles run the same on an API server and in unit tests;
 /// watches take their own `kube::Client`.

@@ -71,6 +71,8 @@ pub mod references;
 pub mod requests;
 pub mod session;
 pub mod tags;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod turns;
 
 pub use backoff::{Backoff, Intent};

@@ -12,7 +12,6 @@
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::watch;
 use tracing::info;
@@ -55,23 +54,12 @@ impl Provider {
     /// A provider named `name` (the `source.component` of its Events, its
     /// change logs' provider and its server-side applies' field manager)
     /// at `version` (its change logs' too), whose ProviderConfig and usage
-    /// kinds are `provider_configs`, with
-    /// crossplane-runtime's defaults: a 1 minute poll, 5 % jitter, a 1 hour
-    /// sync period, management policies honoured, Crossplane's tags on
-    /// created resources, and no kinds yet.
+    /// kinds are `provider_configs`, with crossplane-runtime's defaults
+    /// ([`Settings::named`]) and no kinds yet.
     pub fn new(name: &str, version: &str, provider_configs: ProviderConfigTypes) -> Self {
         Self {
             version: version.to_owned(),
-            settings: Settings {
-                provider_name: name.to_owned(),
-                poll_interval: Duration::from_secs(60),
-                min_poll_interval: Duration::from_secs(1),
-                pending_poll_interval: Duration::from_secs(1),
-                poll_jitter: None,
-                sync_interval: Duration::from_secs(3_600),
-                external_tags: true,
-                management_policies_enabled: true,
-            },
+            settings: Settings::named(name),
             provider_configs,
             field_manager: name.to_owned(),
             kube: Ceilings {

@@ -481,7 +481,7 @@ fn provider_config_types() -> ProviderConfigTypes {
         cluster: resource(GROUP, "ClusterProviderConfig"),
         legacy_usage: resource(LEGACY_GROUP, "ProviderConfigUsage"),
         usage: resource(GROUP, "ProviderConfigUsage"),
-        legacy_usage_label: "storage.example.crossplane.io/provider-config",
+        legacy_usage_label: "storage.example.crossplane.io/provider-config".to_owned(),
     }
 }
 

@@ -358,7 +358,7 @@ impl Fixture {
             cluster: resource(GROUP, "ClusterProviderConfig"),
             legacy_usage: resource(LEGACY_GROUP, "ProviderConfigUsage"),
             usage: resource(GROUP, "ProviderConfigUsage"),
-            legacy_usage_label: "network.example.crossplane.io/provider-config",
+            legacy_usage_label: "network.example.crossplane.io/provider-config".to_owned(),
         };
         cluster.insert(
             &ObjectKey {

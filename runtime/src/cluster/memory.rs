@@ -185,6 +185,18 @@ impl MemoryCluster {
         self.state().objects.get(&key_of(key)).cloned()
     }
 
+    /// The object at `key` as the type `K`; panics if it does not parse
+    /// (a test's fixture is wrong).
+    pub fn typed<K: serde::de::DeserializeOwned>(&self, key: &ObjectKey) -> Option<K> {
+        let object = self.object(key)?;
+        Some(serde_json::from_value(object).unwrap_or_else(|error| {
+            panic!(
+                "{} {:?} does not parse: {error}",
+                key.resource.kind, key.name
+            )
+        }))
+    }
+
     /// Deletes as the API server does: marks an object with finalizers,
     /// removes one without.
     pub fn delete(&self, key: &ObjectKey) {
