@@ -65,7 +65,7 @@ const FULL_POLL: Duration = Duration::from_secs(600);
 /// So a pending VPC is looked at again within 8.25 s. A look left to the
 /// full poll (600 s, asserted far beyond) would fail this by far, and so
 /// would one left to the 10 s a reconcile waits at most for its own
-/// write's echo (`runtime::CATCH_UP_LIMIT`).
+/// write's echo (`runtime::testing::CATCH_UP_LIMIT`).
 const SLACK: Duration = Duration::from_secs((2 * COUNT / RATE) as u64 + 2);
 /// A label marking this test's objects.
 const BATCH_LABEL: &str = "e2e.fakecloud.dev/batch";

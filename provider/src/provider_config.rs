@@ -116,19 +116,20 @@ fn error_policy<P: ConfigKind>(
     let ProviderConfigError::Kube { error: cause, .. } = error;
     if matches!(cause, kube::Error::Api(status) if status.code == 409) {
         tracing::debug!(%error, "stale copy; retrying");
-        ctx.metrics
+        ctx.metrics()
             .record_reconcile(&kind, "conflict", Duration::ZERO);
         return Action::requeue(CONFLICT_RETRY);
     }
     warn!(%error, "{kind} reconcile failed");
-    ctx.metrics.record_reconcile(&kind, "error", Duration::ZERO);
+    ctx.metrics()
+        .record_reconcile(&kind, "error", Duration::ZERO);
     let intent = Intent {
         generation: config.meta().generation,
         deleting: config.meta().deletion_timestamp.is_some(),
         ..Intent::default()
     };
     Action::requeue(
-        ctx.backoff
+        ctx.backoff()
             .failed(&config.uid().unwrap_or_default(), intent),
     )
 }
@@ -143,7 +144,7 @@ async fn reconcile<P: ConfigKind>(
         namespace: config.namespace(),
         name: config.name_any(),
     };
-    let types = ctx.connector.types().clone();
+    let types = ctx.provider_config_types().clone();
     let described = types.describe(&key);
     let span = info_span!("reconcile", kind = %kind, namespace = key.namespace.as_deref().unwrap_or(""), name = %key.name);
     let timer = std::time::Instant::now();
@@ -155,7 +156,7 @@ async fn reconcile<P: ConfigKind>(
         // A namespaced ProviderConfig is used only from its own namespace;
         // the cluster-scoped kinds, from anywhere.
         let users = ctx
-            .cluster
+            .cluster()
             .count_watched(types.usage_resource(P::KIND), key.namespace.as_deref(), &types.usage_selector(&key))
             .await
             .map_err(kube_error("count usages"))?
@@ -172,12 +173,12 @@ async fn reconcile<P: ConfigKind>(
                 "status": { "users": users },
             });
             let written = ctx
-                .cluster
+                .cluster()
                 .apply(&at, status, true)
                 .await
                 .map_err(kube_error("write status"))?;
             resource_version = written.pointer("/metadata/resourceVersion").and_then(|v| v.as_str()).map(str::to_owned);
-            ctx.metrics.kube_write(&kind, "status");
+            ctx.metrics().kube_write(&kind, "status");
         }
 
         let has_finalizer = config.finalizers().iter().any(|f| f == PROVIDER_CONFIG_IN_USE_FINALIZER);
@@ -196,14 +197,14 @@ async fn reconcile<P: ConfigKind>(
         };
         if let Some(finalizers) = wanted {
             let patch = json!({ "metadata": { "finalizers": finalizers, "resourceVersion": resource_version } });
-            ctx.cluster
+            ctx.cluster()
                 .merge_patch(&at, patch)
                 .await
                 .map_err(kube_error("update finalizers"))?;
-            ctx.metrics.kube_write(&kind, "metadata");
+            ctx.metrics().kube_write(&kind, "metadata");
         }
-        ctx.backoff.succeeded(&config.uid().unwrap_or_default());
-        ctx.metrics.record_reconcile(&kind, "success", timer.elapsed());
+        ctx.backoff().succeeded(&config.uid().unwrap_or_default());
+        ctx.metrics().record_reconcile(&kind, "success", timer.elapsed());
         Ok(Action::requeue(if deleting { DELETING_RECHECK } else { RECOUNT_INTERVAL }))
     }
     .instrument(span)

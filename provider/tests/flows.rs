@@ -1,5 +1,5 @@
 //! The reconciler's flows, without a cluster: the generic reconciler runs on
-//! the in-memory [`Cluster`](runtime::cluster::memory::MemoryCluster) against
+//! the in-memory [`Cluster`](runtime::testing::MemoryCluster) against
 //! a real fakecloud served in-process (HTTP on loopback, SQLite in memory),
 //! and every test counts what fakecloud holds. The e2e suite runs the same
 //! flows on a real API server; these pin down each step's writes and
@@ -23,15 +23,13 @@ use k8s_openapi::api::core::v1::Secret;
 use serde_json::{Value, json};
 
 use runtime::cluster::ObjectKey;
-use runtime::cluster::memory::MemoryCluster;
-use runtime::metrics::Metrics;
-use runtime::pacing::{Ceilings, Pacers};
-use runtime::reconcile::{Next, Outcome, reconcile_once};
-use runtime::{CATCH_UP_LIMIT, CONFLICT_RETRY, Context, ManagedKind, Settings};
+use runtime::testing::{
+    CATCH_UP_LIMIT, MemoryCluster, Next, Outcome, idempotency_key, reconcile_once,
+    watch_event_triggers,
+};
+use runtime::{CONFLICT_RETRY, Context, ManagedKind, Settings};
 
 use provider::cloud::FakecloudConnect;
-use runtime::plan::idempotency_key;
-use runtime::rate_limit::Wake;
 
 const REGION: &str = "us-east-1";
 const PENDING_POLL: Duration = Duration::from_millis(500);
@@ -114,7 +112,7 @@ impl Fixture {
     /// One reconcile of the current copy of the resource at `at`.
     async fn reconcile_at<K: ManagedKind<FakecloudConnect>>(&self, at: &ObjectKey) -> Outcome {
         let mr: K = self.current_at(at).expect("the managed resource exists");
-        reconcile_once(&mr, &self.ctx, &self.connect, never_deferred).await
+        reconcile_once(&mr, &self.ctx, &self.connect).await
     }
 
     /// How many resources of `kind` fakecloud holds.
@@ -201,13 +199,7 @@ impl Fixture {
 
 /// What one provider process shares between reconciles.
 fn context(cluster: &Arc<MemoryCluster>) -> Context {
-    let metrics = Metrics::new();
-    let ceilings = Ceilings {
-        rate: 1_000.0,
-        in_flight: 64,
-    };
-    let pacers = Arc::new(Pacers::new(&metrics, ceilings, ceilings));
-    Context::new(
+    runtime::testing::context(
         cluster.clone(),
         provider::provider_config::types(),
         Settings {
@@ -220,16 +212,7 @@ fn context(cluster: &Arc<MemoryCluster>) -> Context {
             external_tags: true,
             management_policies_enabled: true,
         },
-        metrics,
-        1_000,
-        pacers,
     )
-}
-
-/// The wake of a reconcile the rate cap queues: never made here, as these
-/// flows stay far below the context's 1,000 reconciles a second.
-fn never_deferred() -> Wake {
-    panic!("a flow reached the reconcile-rate cap")
 }
 
 fn key<K: ManagedKind<FakecloudConnect>>(name: &str) -> ObjectKey {
@@ -367,7 +350,7 @@ async fn a_create_answered_available_costs_five_writes_and_is_ready_at_once() {
     }
     assert_eq!(f.event_reasons(), ["CreatedExternalResource"]);
     assert_eq!(
-        f.ctx.metrics.total_with(
+        f.ctx.metrics().total_with(
             "crossplane_managed_resource_first_time_to_readiness_seconds_count",
             &[]
         ),
@@ -479,7 +462,7 @@ async fn a_reconcile_from_a_stale_copy_creates_nothing_and_retries_quietly() {
     // Another replica, with its own cache, reconciles the stale copy: its
     // guarded create-pending is refused (409), and it creates nothing.
     let replica = context(&f.cluster);
-    let outcome = reconcile_once(&stale, &replica, &f.connect, never_deferred).await;
+    let outcome = reconcile_once(&stale, &replica, &f.connect).await;
     assert_eq!(outcome.result, "conflict");
     assert_eq!(outcome.next, Next::After(CONFLICT_RETRY));
     assert_eq!(f.cloud_count(Kind::Vpc).await, 1, "no second VPC");
@@ -495,7 +478,7 @@ async fn a_reconcile_from_a_stale_copy_creates_nothing_and_retries_quietly() {
     let writes = f.cluster.writes();
     // It waits for the watch to deliver the newer copy rather than
     // polling for it.
-    let outcome = reconcile_once(&stale, &f.ctx, &f.connect, never_deferred).await;
+    let outcome = reconcile_once(&stale, &f.ctx, &f.connect).await;
     assert_eq!(outcome.result, "conflict");
     assert_eq!(outcome.next, Next::After(CATCH_UP_LIMIT));
     assert_eq!(f.cluster.writes(), writes);
@@ -506,10 +489,13 @@ async fn a_reconcile_from_a_stale_copy_creates_nothing_and_retries_quietly() {
         kube::ResourceExt::resource_version(&current).unwrap(),
     );
     assert!(
-        f.ctx.own_writes.triggers(&uid, &version),
+        watch_event_triggers(&f.ctx, &uid, &version),
         "the watch event of the newer copy, our own write, wakes it"
     );
-    assert!(!f.ctx.own_writes.triggers(&uid, &version), "and only once");
+    assert!(
+        !watch_event_triggers(&f.ctx, &uid, &version),
+        "and only once"
+    );
     f.cloud.shutdown().await.unwrap();
 }
 
@@ -1633,11 +1619,8 @@ async fn creates_updates_and_deletes_are_sent_to_the_change_log_service_in_order
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("changelogs.sock");
     let mut received = serve_change_logs(&socket);
-    f.ctx.changelog = Some(ChangeLogger::start(
-        &socket,
-        "provider-fakecloud:v0.1.0",
-        &f.ctx.metrics,
-    ));
+    let logger = ChangeLogger::start(&socket, "provider-fakecloud:v0.1.0", f.ctx.metrics());
+    f.ctx.set_change_logger(logger);
     cluster_default_config(&f);
     let at = ObjectKey::of::<Vpc>(Some("team-a"), "net");
     f.cluster.insert(
@@ -1741,7 +1724,10 @@ async fn creates_updates_and_deletes_are_sent_to_the_change_log_service_in_order
     }
     assert!(f.cluster.object(&at).is_none());
     assert!(received.try_recv().is_err(), "nothing else was sent");
-    assert_eq!(f.ctx.metrics.total("provider_changelog_errors_total"), 0.0);
+    assert_eq!(
+        f.ctx.metrics().total("provider_changelog_errors_total"),
+        0.0
+    );
     f.cloud.shutdown().await.unwrap();
 }
 
@@ -1751,13 +1737,14 @@ async fn a_missing_change_log_socket_neither_fails_nor_delays_a_reconcile() {
     let mut f = Fixture::new().await;
     let dir = tempfile::tempdir().unwrap();
     let send_timeout = Duration::from_secs(3);
-    f.ctx.changelog = Some(ChangeLogger::start_with(
+    let logger = ChangeLogger::start_with(
         dir.path().join("absent.sock"),
         "provider-fakecloud:v0.1.0",
-        &f.ctx.metrics,
+        f.ctx.metrics(),
         16,
         send_timeout,
-    ));
+    );
+    f.ctx.set_change_logger(logger);
     f.vpc("net", json!({}));
 
     let started = std::time::Instant::now();
@@ -1776,7 +1763,7 @@ async fn a_missing_change_log_socket_neither_fails_nor_delays_a_reconcile() {
     // The entry that could not be sent is counted, once its send gives up.
     let errors = || {
         f.ctx
-            .metrics
+            .metrics()
             .total_with("provider_changelog_errors_total", &[("reason", "send")])
     };
     let deadline = std::time::Instant::now() + send_timeout * 3;
@@ -1802,7 +1789,7 @@ async fn standard_metrics_follow_a_create_a_drift_and_a_deletion() {
     assert_eq!(gvk, "network.fakecloud.crossplane.io/v1alpha1, Kind=VPC");
     let controller = runtime::metrics::controller_name::<Vpc>();
     assert_eq!(controller, "managed/vpc.network.fakecloud.crossplane.io");
-    let metrics = &f.ctx.metrics;
+    let metrics = f.ctx.metrics();
     let of_kind = |family: &str| metrics.total_with(family, &[("gvk", gvk.as_str())]);
     let states = || {
         ["exists", "ready", "synced"].map(|s| of_kind(&format!("crossplane_managed_resource_{s}")))

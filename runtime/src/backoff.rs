@@ -16,12 +16,19 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// What the user asked for, as far as it can cut a backoff short.
+/// What the user asked for, as far as it can cut a backoff short: an
+/// object whose intent differs from the one it failed with is reconciled
+/// at once. A controller fills in what its kind has and leaves the rest
+/// default.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Intent {
+    /// `metadata.generation`: a new one is a changed spec.
     pub generation: Option<i64>,
+    /// The `crossplane.io/paused` annotation.
     pub paused: Option<String>,
+    /// The `crossplane.io/external-name` annotation.
     pub external_name: Option<String>,
+    /// Whether the object is being deleted.
     pub deleting: bool,
     /// The `crossplane.io/reconcile-requested-at` token: a new one asks
     /// for a reconcile now.
@@ -34,6 +41,10 @@ struct Failure {
     intent: Intent,
 }
 
+/// Per-object exponential backoff after failed reconciles: 1 s, 2 s, 4 s,
+/// ... capped at 60 s, reset by the first success, and cut short when the
+/// user changes what they asked for ([`Intent`]). Every controller of a
+/// provider shares one ([`crate::Context::backoff`]), keyed by object uid.
 pub struct Backoff {
     base: Duration,
     cap: Duration,
@@ -79,6 +90,8 @@ impl Backoff {
         (failure.intent == *intent && !left.is_zero()).then_some(left)
     }
 
+    /// Forgets the failures of `key`: its next failure waits the shortest
+    /// time again.
     pub fn succeeded(&self, key: &str) {
         self.failures
             .lock()

@@ -56,9 +56,13 @@ const RECONNECT_EVERY: Duration = Duration::from_millis(250);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
 #[repr(i32)]
 pub enum OperationType {
+    /// No operation given; never sent.
     Unspecified = 0,
+    /// The cloud resource was created (or its create was tried).
     Create = 1,
+    /// The cloud resource was updated (or its update was tried).
     Update = 2,
+    /// The cloud resource was deleted (or its delete was tried).
     Delete = 3,
 }
 
@@ -71,14 +75,19 @@ pub struct ChangeLogEntry {
     /// The provider's name and version, as `provider-x:v1.2.3`.
     #[prost(string, tag = "2")]
     pub provider: String,
+    /// The managed resource's `apiVersion`.
     #[prost(string, tag = "3")]
     pub api_version: String,
+    /// The managed resource's kind.
     #[prost(string, tag = "4")]
     pub kind: String,
+    /// The managed resource's name.
     #[prost(string, tag = "5")]
     pub name: String,
+    /// The cloud resource's external name (empty before a create has one).
     #[prost(string, tag = "6")]
     pub external_name: String,
+    /// The change: an [`OperationType`], as its number.
     #[prost(enumeration = "OperationType", tag = "7")]
     pub operation: i32,
     /// The managed resource as it was right before the change.
@@ -95,6 +104,7 @@ pub struct ChangeLogEntry {
 /// `changelogs.proto.v1alpha1.SendChangeLogRequest`.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct SendChangeLogRequest {
+    /// The entry to record.
     #[prost(message, optional, tag = "1")]
     pub entry: Option<ChangeLogEntry>,
 }

@@ -36,7 +36,7 @@ use tokio::task::AbortHandle;
 mod guard;
 mod listed;
 #[cfg(any(test, feature = "testing"))]
-pub mod memory;
+pub(crate) mod memory;
 
 pub use guard::Guard;
 pub(crate) use listed::Listed;
@@ -45,8 +45,11 @@ pub(crate) use listed::Listed;
 /// and its namespace (`None` for cluster-scoped objects) and name.
 #[derive(Debug, Clone)]
 pub struct ObjectKey {
+    /// The object's API resource: group, version, kind and plural.
     pub resource: ApiResource,
+    /// The object's namespace; `None` for a cluster-scoped object.
     pub namespace: Option<String>,
+    /// The object's name.
     pub name: String,
 }
 
@@ -150,7 +153,7 @@ pub trait Cluster: Send + Sync {
 
 /// Whether `labels` satisfy `selector`, an equality-only label selector
 /// (`k=v,k2=v2`; empty matches everything), as the provider writes them.
-pub fn selector_matches(labels: &BTreeMap<String, String>, selector: &str) -> bool {
+pub(crate) fn selector_matches(labels: &BTreeMap<String, String>, selector: &str) -> bool {
     selector.split(',').filter(|s| !s.is_empty()).all(|term| {
         let (key, value) = term.split_once('=').unwrap_or((term, ""));
         labels.get(key).is_some_and(|v| v == value)
@@ -158,7 +161,7 @@ pub fn selector_matches(labels: &BTreeMap<String, String>, selector: &str) -> bo
 }
 
 /// Reads a JSON object as a typed one, reporting a mismatch as kube does.
-pub fn typed<T: DeserializeOwned>(value: Value) -> Result<T, kube::Error> {
+pub(crate) fn typed<T: DeserializeOwned>(value: Value) -> Result<T, kube::Error> {
     serde_json::from_value(value).map_err(kube::Error::SerdeError)
 }
 
@@ -227,7 +230,6 @@ impl Drop for Caches {
 }
 
 impl KubeCluster {
-    /// Requests go through `guard`'s limits (see [`Guard`]).
     /// A cluster on `client`'s API server whose applies are made as
     /// `field_manager`, with requests paced by `guard`.
     pub fn new(client: kube::Client, field_manager: &str, guard: Guard) -> Self {

@@ -24,8 +24,9 @@ pub const CONFLICT_RETRY: std::time::Duration = std::time::Duration::from_millis
 
 /// How long a reconcile handed a copy older than this process's own last
 /// write waits at most for the watch to deliver the newer one. The watch
-/// event wakes it first ([`echo`]); this bound only matters if that event
-/// never comes.
+/// event of that write wakes it first (this process lets the event of its
+/// own write through for it); this bound only matters if that event never
+/// comes.
 pub const CATCH_UP_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The label of kind `K` in metrics, logs and activation tracking: its
@@ -41,26 +42,40 @@ pub fn kind_label<K: kube::Resource<DynamicType = ()>>() -> String {
     }
 }
 
-/// Settings the reconciler reads on every run.
+/// The settings every reconcile reads: the provider's name and how often
+/// resources are looked at. [`Settings::named`] gives crossplane-runtime's
+/// defaults; a provider sets its own with [`crate::Provider::settings`],
+/// usually from its flags.
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// The provider's name: the `source.component` of its Events.
     pub provider_name: String,
+    /// How often a settled resource (its cloud resource
+    /// [`crate::Readiness::Available`]) is observed again, unless its
+    /// `crossplane.io/poll-interval` annotation asks for another period
+    /// (the provider's `--poll-interval`).
     pub poll_interval: Duration,
     /// The shortest poll period a `crossplane.io/poll-interval` annotation
     /// may ask for; shorter ones are clamped up to it.
     pub min_poll_interval: Duration,
+    /// How often a resource on its way is observed again: one its cloud
+    /// reports creating, deleting or unavailable, one just updated, one
+    /// being deleted (see [`crate::Readiness`]).
     pub pending_poll_interval: Duration,
     /// How far a settled resource's next poll moves either side at
-    /// random; `None`: 5 % of its poll interval
-    /// ([`crate::requests::jittered`]).
+    /// random, so that resources created together spread their polls out;
+    /// `None`: 5 % of its poll interval. Never below
+    /// [`Self::min_poll_interval`].
     pub poll_jitter: Option<Duration>,
     /// How often every watched object is reconciled again regardless of
     /// events (controller-runtime's sync period); zero: never.
     pub sync_interval: Duration,
     /// Give created cloud resources Crossplane's identifying tags
-    /// ([`crate::kind::CloudKind::TAGS`]).
+    /// ([`crate::CloudKind::TAGS`]).
     pub external_tags: bool,
+    /// Honour each resource's `spec.managementPolicies` (Crossplane's
+    /// management-policies feature). Off, the field is ignored: every
+    /// action is allowed and `deletionPolicy` alone decides deletion.
     pub management_policies_enabled: bool,
 }
 
@@ -83,25 +98,27 @@ impl Settings {
     }
 }
 
-/// What every reconcile shares. Its Kubernetes side is a [`Cluster`], so
-/// that reconciles run the same on an API server and in unit tests;
-/// watches take their own `kube::Client`.
+/// What every reconcile of every controller shares: the cluster, the
+/// settings, the metrics, the per-object backoff and the pacing of every
+/// server. [`crate::Provider::run`] makes one and hands it to every
+/// controller, the provider's own ones too ([`crate::gate::Starter`]),
+/// which reach its parts through the methods below; a test makes one with
+/// `testing::context` (feature `testing`). Its Kubernetes side is
+/// a [`Cluster`], so that reconciles run the same on an API server and in
+/// tests; watches take their own `kube::Client`.
 pub struct Context {
-    pub cluster: Arc<dyn Cluster>,
-    pub settings: Settings,
-    pub metrics: Metrics,
-    pub limiter: LaneLimiter,
-    pub connector: Connector,
-    pub recorder: Recorder,
-    pub backoff: Backoff,
-    pub activations: Activations,
+    pub(crate) cluster: Arc<dyn Cluster>,
+    pub(crate) settings: Settings,
+    pub(crate) metrics: Metrics,
+    pub(crate) limiter: LaneLimiter,
+    pub(crate) connector: Connector,
+    pub(crate) recorder: Recorder,
+    pub(crate) backoff: Backoff,
+    pub(crate) activations: Activations,
     /// Versions this process wrote, whose watch events are dropped.
-    pub own_writes: echo::OwnWrites,
+    pub(crate) own_writes: echo::OwnWrites,
     /// Where change-log entries go, when change logs are enabled.
-    pub changelog: Option<ChangeLogger>,
-    /// The pacing of every server: the API server's, and each cloud
-    /// server's (see [`crate::pacing`]).
-    pub pacers: Arc<Pacers>,
+    pub(crate) changelog: Option<ChangeLogger>,
 }
 
 /// Reconciles in flight per request the API server's pacing allows in
@@ -109,7 +126,7 @@ pub struct Context {
 /// part of its time between requests, so twice as many keep the API
 /// server's allowance in use without piling up reconciles (and their
 /// copies of objects) that can only wait.
-pub const RECONCILES_PER_KUBE_REQUEST: usize = 2;
+pub(crate) const RECONCILES_PER_KUBE_REQUEST: usize = 2;
 
 impl Context {
     /// The context of a provider whose ProviderConfig and usage kinds are
@@ -117,7 +134,7 @@ impl Context {
     /// `pacers`, and which starts at most `max_reconcile_rate` reconciles
     /// a second. Reconciles in flight are bounded by the API server's
     /// pacing ([`RECONCILES_PER_KUBE_REQUEST`]).
-    pub fn new(
+    pub(crate) fn new(
         cluster: Arc<dyn Cluster>,
         provider_configs: ProviderConfigTypes,
         settings: Settings,
@@ -128,12 +145,7 @@ impl Context {
         let kube = pacers.kube().clone();
         let in_flight = move || kube.in_flight_limit() * RECONCILES_PER_KUBE_REQUEST;
         Self {
-            connector: Connector::new(
-                cluster.clone(),
-                provider_configs,
-                metrics.clone(),
-                pacers.clone(),
-            ),
+            connector: Connector::new(cluster.clone(), provider_configs, metrics.clone(), pacers),
             recorder: Recorder::new(cluster.clone(), &settings.provider_name),
             cluster,
             settings,
@@ -143,8 +155,47 @@ impl Context {
             activations: Activations::default(),
             own_writes: echo::OwnWrites::default(),
             changelog: None,
-            pacers,
         }
+    }
+
+    /// The cluster every reconcile reads and writes through: the API
+    /// server, or the in-memory cluster of a test. A provider's own
+    /// controller makes its object reads and writes here, so that they are
+    /// paced with the managed resources' (every request to the API server
+    /// waits its turn under the same limits).
+    pub fn cluster(&self) -> &dyn Cluster {
+        self.cluster.as_ref()
+    }
+
+    /// The settings every reconcile reads.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The provider's metrics, into which every controller records its
+    /// reconciles and writes.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// The per-object backoff after failed reconciles, shared by every
+    /// controller: a provider's own controller records its failures and
+    /// successes here to back off as the managed ones do.
+    pub fn backoff(&self) -> &Backoff {
+        &self.backoff
+    }
+
+    /// The provider's kinds of ProviderConfig and usage, as given to
+    /// [`crate::Provider::new`].
+    pub fn provider_config_types(&self) -> &ProviderConfigTypes {
+        self.connector.types()
+    }
+
+    /// Sends a change-log entry for every change the reconciles make to
+    /// `logger` from now on ([`crate::Provider::change_logs`] sets this up
+    /// for a provider's process; a test sets it on its own context).
+    pub fn set_change_logger(&mut self, logger: ChangeLogger) {
+        self.changelog = Some(logger);
     }
 
     /// Runs one call of a reconcile to the cloud under its server's pacing
@@ -194,10 +245,9 @@ impl Context {
         let result = attempt.await;
         let status = match &result {
             Ok(_) => "ok".to_owned(),
-            Err(ExternalError::Cloud(e)) => e
+            Err(e) => e
                 .status()
                 .map_or_else(|| "error".to_owned(), |s| s.to_string()),
-            Err(_) => "error".to_owned(),
         };
         self.metrics.record_cloud_call(kind, operation, &status);
         result

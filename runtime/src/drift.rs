@@ -53,7 +53,7 @@ pub struct Difference {
 /// Every differing field of one observation, in no particular order.
 ///
 /// - The resource exists: each `forProvider` field whose value the cloud
-///   does not hold ([`crate::fields::drift_patch`]'s rule: keys the declaration does not
+///   does not hold ([`crate::fields::drift_patch_with`]'s rule: keys the declaration does not
 ///   name are never drift) is `Update`, `WouldUpdate` without the `Update`
 ///   policy, or `CreateOnly`; each changed write-only field likewise, always
 ///   sensitive; each field only `initProvider` sets whose value the cloud
@@ -65,13 +65,7 @@ pub struct Difference {
 ///   would send (`forProvider` merged over `initProvider`) is `WouldCreate`.
 /// - It is missing and may be created: nothing (it is being created).
 ///
-/// Every list compares whole and in order; [`differences_with`] knows the
-/// kind's list semantics.
-pub fn differences(inputs: &Inputs<'_>) -> Vec<Difference> {
-    differences_with(inputs, &ListTypes::default())
-}
-
-/// [`differences`] with the kind's list semantics
+/// Lists compare with the kind's list semantics `lists`
 /// ([`crate::lists::for_kind`]), by the rules of
 /// [`crate::fields::drift_patch_with`], which also picks the update patch:
 /// a set or map list whose items the cloud holds in another order is no

@@ -78,25 +78,65 @@ impl CreateFailure {
 pub struct UnusableConfig(pub String);
 
 /// A failure of one call a kind makes: to the cloud, or to read a Secret it
-/// needs for that call.
+/// needs for that call. Its message ends up in the managed resource's
+/// `Synced` condition, after what the runtime was doing (`cannot create
+/// external resource: ...`), and the reconcile backs off.
+///
+/// A cloud client's error becomes [`ExternalError::Cloud`] by `?` once the
+/// provider implements [`CloudError`] for it, which lets it say everything
+/// the runtime can use (a `Retry-After`, an unanswered call, what a failed
+/// create made). A provider that has only a status and a message uses
+/// [`ExternalError::Failed`] ([`ExternalError::failed`],
+/// [`ExternalError::failed_with_status`]) instead.
 #[derive(Debug, Error)]
 pub enum ExternalError {
+    /// The cloud's failure, as the provider's [`CloudError`] describes it.
     #[error("{0}")]
     Cloud(Box<dyn CloudError>),
+    /// A cloud call failed, known only by the HTTP status of the answer
+    /// (`None`: no answer, or none worth a status) and a message. It is
+    /// read as a [`CloudError`] that says no more: `status` labels the
+    /// cloud-call metrics, a failed create is judged by the status alone
+    /// ([`CreateFailure::of_status`]), and a 429 or 5xx slows the server's
+    /// pace down as any cloud error's does.
+    #[error("{message}")]
+    Failed {
+        /// The HTTP status of the cloud's answer, when it answered.
+        status: Option<u16>,
+        /// What failed, for the `Synced` condition.
+        message: String,
+    },
+    /// A Secret the call needs could not be read.
     #[error("cannot read Secret {namespace}/{name}: {error}")]
     ReadSecret {
+        /// The Secret's namespace.
         namespace: String,
+        /// The Secret's name.
         name: String,
+        /// The API server's error.
         error: kube::Error,
     },
+    /// A Secret the call needs does not exist.
     #[error("Secret {namespace}/{name} does not exist")]
-    SecretMissing { namespace: String, name: String },
+    SecretMissing {
+        /// The Secret's namespace.
+        namespace: String,
+        /// The Secret's name.
+        name: String,
+    },
+    /// A Secret the call needs lacks the key it should hold.
     #[error("Secret {namespace}/{name} has no key {key:?}")]
     SecretKeyMissing {
+        /// The Secret's namespace.
         namespace: String,
+        /// The Secret's name.
         name: String,
+        /// The missing key.
         key: String,
     },
+    /// The desired state cannot be turned into the cloud's request (a
+    /// required field unset, a value of the wrong shape): the user must
+    /// fix the spec. Nothing was sent, so a failed create made nothing.
     #[error("the spec cannot be sent to the cloud: {0}")]
     InvalidSpec(String),
 }
@@ -108,11 +148,34 @@ impl<E: CloudError> From<E> for ExternalError {
 }
 
 impl ExternalError {
+    /// A cloud call that failed without an HTTP status (an answer that
+    /// could not be read, a check of the client's own), saying `message`:
+    /// [`ExternalError::Failed`] with no status. A create that fails so is
+    /// uncertain: the next attempt's idempotency key settles whether it
+    /// made anything. It says nothing of the server's load; a client whose
+    /// calls time out should say so through [`CloudError::unanswered`].
+    pub fn failed(message: impl Into<String>) -> Self {
+        ExternalError::Failed {
+            status: None,
+            message: message.into(),
+        }
+    }
+
+    /// A cloud call answered with the HTTP status `status`, saying
+    /// `message`: [`ExternalError::Failed`].
+    pub fn failed_with_status(status: u16, message: impl Into<String>) -> Self {
+        ExternalError::Failed {
+            status: Some(status),
+            message: message.into(),
+        }
+    }
+
     /// What a failed create says about its effect: a failure before any
     /// call (a Secret, the spec) made nothing.
     pub fn create_failure(&self) -> CreateFailure {
         match self {
             ExternalError::Cloud(error) => error.create_failure(),
+            ExternalError::Failed { status, .. } => CreateFailure::of_status(*status),
             _ => CreateFailure::Refused,
         }
     }
@@ -121,24 +184,26 @@ impl ExternalError {
     pub fn status(&self) -> Option<u16> {
         match self {
             ExternalError::Cloud(error) => error.status(),
+            ExternalError::Failed { status, .. } => *status,
             _ => None,
         }
     }
 
     /// What this failure says about the cloud server's load, for its
-    /// [`crate::pacing::Pacer`]: 429 is a refusal of the rate; a 5xx or no
-    /// answer is overload; anything else (a refusal of the request, a
-    /// Secret that cannot be read) says nothing of it.
-    pub fn answer(&self) -> crate::pacing::Answer {
+    /// pacer: 429 is a refusal of the rate; a 5xx or no answer is
+    /// overload; anything else (a refusal of the request, a Secret that
+    /// cannot be read) says nothing of it.
+    pub(crate) fn answer(&self) -> crate::pacing::Answer {
         use crate::pacing::Answer;
-        let ExternalError::Cloud(error) = self else {
-            return Answer::Good;
+        let (retry_after, unanswered) = match self {
+            ExternalError::Cloud(error) => (error.retry_after(), error.unanswered()),
+            ExternalError::Failed { .. } => (None, false),
+            _ => return Answer::Good,
         };
-        let retry_after = error.retry_after();
-        match error.status() {
+        match self.status() {
             Some(429) => Answer::Throttled { retry_after },
             Some(500..) => Answer::Overloaded { retry_after },
-            None if error.unanswered() => Answer::Overloaded { retry_after },
+            None if unanswered => Answer::Overloaded { retry_after },
             _ => Answer::Good,
         }
     }
@@ -353,6 +418,57 @@ mod tests {
         fn status(&self) -> Option<u16> {
             Some(500)
         }
+    }
+
+    /// A failure known only by its status and message reads as a
+    /// [`CloudError`] that says no more would: the same status, the same
+    /// verdict on a failed create, the same load on its server.
+    #[test]
+    fn a_plain_failure_reads_as_a_cloud_error_with_its_status() {
+        use crate::pacing::Answer;
+        #[derive(Debug, Error)]
+        #[error("status {0:?}")]
+        struct Status(Option<u16>);
+        impl CloudError for Status {
+            fn status(&self) -> Option<u16> {
+                self.0
+            }
+        }
+        for status in [
+            None,
+            Some(400),
+            Some(404),
+            Some(409),
+            Some(429),
+            Some(500),
+            Some(503),
+        ] {
+            let plain = match status {
+                Some(code) => ExternalError::failed_with_status(code, "the cloud said no"),
+                None => ExternalError::failed("the cloud said no"),
+            };
+            let cloud = ExternalError::from(Status(status));
+            assert_eq!(plain.status(), status);
+            assert_eq!(plain.create_failure(), cloud.create_failure(), "{status:?}");
+            assert_eq!(plain.answer(), cloud.answer(), "{status:?}");
+            assert_eq!(plain.to_string(), "the cloud said no");
+        }
+        assert_eq!(
+            ExternalError::failed_with_status(409, "taken").create_failure(),
+            CreateFailure::NameTaken
+        );
+        assert_eq!(
+            ExternalError::failed("timed out").create_failure(),
+            CreateFailure::Uncertain
+        );
+        assert_eq!(
+            ExternalError::failed_with_status(429, "slow down").answer(),
+            Answer::Throttled { retry_after: None }
+        );
+        assert_eq!(
+            ExternalError::failed_with_status(404, "gone").answer(),
+            Answer::Good
+        );
     }
 
     /// The convention at the top of this module: the message carries the

@@ -52,11 +52,12 @@ pub fn merge_init_under(for_provider: &Value, init: &Value) -> Value {
 /// autoscaler) is never drift. Arrays and scalars compare whole, arrays in
 /// order: every list is atomic. [`drift_patch_with`] knows the kind's list
 /// semantics; this is it with none.
+#[cfg(test)]
 pub fn drift_patch(desired: &Value, observed: &Value) -> Map<String, Value> {
     drift_patch_with(desired, observed, &ListTypes::default())
 }
 
-/// [`drift_patch`] with the kind's list semantics ([`ListTypes`], from
+/// `drift_patch` (above) with the kind's list semantics ([`ListTypes`], from
 /// `x-kubernetes-list-type` in its CRD: [`crate::lists::for_kind`]).
 ///
 /// - An atomic list (the default) compares whole and in order.

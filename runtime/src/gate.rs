@@ -1,4 +1,4 @@
-//! The CRD gate: late managed-resource activation (seed 002).
+//! The CRD gate: late managed-resource activation.
 //!
 //! The provider starts with none of its CRDs required. The gate watches
 //! CustomResourceDefinitions and starts a kind's controller once its CRD is
@@ -10,6 +10,10 @@
 //! A CRD being deleted (with a deletion timestamp) keeps its controller: the
 //! API server deletes the CRD's objects first, and their finalizers need the
 //! controller to release the external resources.
+//!
+//! [`crate::Provider`] runs the gate; a provider meets it only when it adds
+//! a controller of its own ([`crate::Provider::controller`]), which the
+//! gate starts with a [`Starter`] and stops with its [`Shutdown`].
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -44,13 +48,14 @@ pub type Shutdown = Pin<Box<dyn Future<Output = ()> + Send + Sync>>;
 
 /// One kind the gate can start: which CRD and version switch it on.
 #[derive(Clone)]
-pub struct Gated {
+pub(crate) struct Gated {
     /// `<plural>.<group>`, the CRD's name.
     pub crd_name: String,
     /// The version whose being served switches it on: the kind's own.
     pub version: String,
     /// For logs and metrics.
     pub kind: String,
+    /// Starts the kind's controller.
     pub start: Starter,
 }
 
@@ -64,7 +69,7 @@ struct Running {
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
 /// Watches CRDs and keeps exactly one controller per established kind.
-pub struct Gate {
+pub(crate) struct Gate {
     ctx: Arc<Context>,
     kube: kube::Client,
     kinds: Vec<Gated>,
@@ -74,7 +79,7 @@ pub struct Gate {
 
 impl Gate {
     /// `ready` turns true once the gate has listed the CRDs once, for `/readyz`.
-    pub fn new(
+    pub(crate) fn new(
         ctx: Arc<Context>,
         kube: kube::Client,
         kinds: Vec<Gated>,
@@ -90,7 +95,7 @@ impl Gate {
     }
 
     /// Runs until `shutdown` resolves, then stops every controller.
-    pub async fn run(mut self, shutdown: impl Future<Output = ()>) {
+    pub(crate) async fn run(mut self, shutdown: impl Future<Output = ()>) {
         let api: Api<CustomResourceDefinition> = Api::all(self.kube.clone());
         // The watcher retries with backoff on its own; errors are logged, not fatal.
         let events = watcher::watcher(api, watcher::Config::default().any_semantic())

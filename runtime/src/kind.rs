@@ -15,12 +15,33 @@ use crate::error::ExternalError;
 use crate::session::{Details, Session};
 use crate::tags::TagsField;
 
-/// The cloud's readiness of an observed resource, mapped onto `Ready`.
+/// The cloud's readiness of an observed resource
+/// ([`CloudKind::readiness`]): it sets the `Ready` condition and decides
+/// when the resource is looked at again. Every state but `Available` is
+/// looked at again after the pending interval
+/// ([`crate::Settings::pending_poll_interval`]), so a resource on its way
+/// is followed closely and a settled one costs one observe a poll. Only
+/// `Deleting` changes what a reconcile does besides: in any other state a
+/// resource that drifted is updated (as the management policies allow).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Readiness {
+    /// Ready for use: `Ready=True` (reason `Available`). Observed again
+    /// after the resource's poll interval ([`crate::Settings::poll_interval`],
+    /// or its `crossplane.io/poll-interval` annotation), jittered; sooner,
+    /// after the pending interval, when this reconcile has just updated it.
+    /// When `Ready` turns true, the resource's time to ready (since its
+    /// creation) is recorded in the metrics.
     Available,
+    /// Being provisioned: `Ready=False` (reason `Creating`). Observed again
+    /// after the pending interval.
     Creating,
+    /// The cloud is deleting it: `Ready=False` (reason `Deleting`). It is
+    /// never updated and its drift is not reported, and a managed resource
+    /// being deleted waits for it to be gone without another delete call.
+    /// Observed again after the pending interval.
     Deleting,
+    /// Exists but cannot be used (failed, stopped, degraded): `Ready=False`
+    /// (reason `Unavailable`). Observed again after the pending interval.
     Unavailable,
 }
 
@@ -148,9 +169,12 @@ pub trait CloudKind<C: Connect>: Sized {
     /// its external name, and the created resource when the cloud's answer
     /// holds it ([`Created::observed`]: return it whenever it comes free,
     /// as it saves the next reconcile's writes). `idempotency_key` goes with
-    /// the create call: every retry of one create sends the same key, so
-    /// the cloud answers a repeat with the resource the first attempt made
-    /// (see [`crate::plan::idempotency_key`]).
+    /// the create call: every attempt of one create (a retry after a lost
+    /// answer, a replica racing another, a restart before the external name
+    /// was written) sends the same key, so the cloud answers a repeat with
+    /// the resource the first attempt made. The key changes once a create
+    /// is recorded as succeeded, so a resource deleted behind the
+    /// provider's back is created anew.
     fn create(
         &self,
         session: &Session<'_, C::Client>,
@@ -169,6 +193,12 @@ pub trait CloudKind<C: Connect>: Sized {
         patch: Map<String, Value>,
     ) -> impl Future<Output = Result<Details, ExternalError>> + Send;
 
+    /// Deletes the external resource, or asks the cloud to. The runtime
+    /// calls it while the managed resource is being deleted (unless its
+    /// policies orphan the external resource), then observes until
+    /// [`Self::observe`] finds nothing, and only then removes its
+    /// finalizer. An answer that the resource is already gone should be
+    /// `Ok`, so that a retry after a lost answer is no error.
     fn delete(
         &self,
         session: &Session<'_, C::Client>,

@@ -56,7 +56,10 @@ pub enum ClientError {
     Config(kube::Error),
     /// Its `tls-server-name` is not a valid DNS name or IP address.
     #[error("tls-server-name {name:?} is not a valid server name")]
-    ServerName { name: String },
+    ServerName {
+        /// The `tls-server-name` as configured.
+        name: String,
+    },
 }
 
 impl From<kube::Error> for ClientError {

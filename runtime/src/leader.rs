@@ -20,14 +20,26 @@ const LEASE_DURATION: Duration = Duration::from_secs(15);
 const RETRY_PERIOD: Duration = Duration::from_secs(2);
 const RENEW_PERIOD: Duration = Duration::from_secs(5);
 
+/// Why a leader stopped leading; the process must stop, since another
+/// replica may be running the controllers already.
 #[derive(Debug, Error)]
 pub enum LeaderError {
+    /// Another replica took the Lease, or this one could not renew it for
+    /// a whole lease duration (15 s).
     #[error(
         "lost the leader Lease {namespace}/{name}: another replica holds it, or it could not be renewed for {LEASE_DURATION:?}"
     )]
-    Lost { namespace: String, name: String },
+    Lost {
+        /// The Lease's namespace.
+        namespace: String,
+        /// The Lease's name.
+        name: String,
+    },
 }
 
+/// One replica's side of the election: [`Elector::acquire`] waits until it
+/// holds the Lease, [`Elector::hold`] keeps it until it is lost.
+/// [`crate::Provider::leader_election`] runs it for a provider's process.
 pub struct Elector {
     api: Api<Lease>,
     namespace: String,
@@ -36,6 +48,9 @@ pub struct Elector {
 }
 
 impl Elector {
+    /// The elector of the Lease `name` in `namespace` (created when it does
+    /// not exist), competing as `identity`, which must be unique among the
+    /// replicas (a pod's name).
     pub fn new(kube: kube::Client, namespace: &str, name: &str, identity: &str) -> Self {
         Self {
             api: Api::namespaced(kube, namespace),

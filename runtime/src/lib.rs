@@ -18,71 +18,83 @@
 //! The crate's README walks through adding a kind; `tests/foreign_kind.rs`
 //! runs the reconciler on a kind the runtime has never heard of.
 //!
-//! Modules, from the bottom up:
-//! - decisions as plain functions, unit-tested without a cluster:
-//!   [`policy`] (what the management policies allow), [`fields`]
-//!   (initProvider merge, late-init, drift), [`plan`] (the next step),
-//!   [`requests`] (the poll-interval and reconcile-request annotations);
-//! - the Kubernetes side: [`kube_client`] (the client to build:
-//!   HTTP/2, no retries of its own), [`cluster`] (the [`Cluster`] seam,
-//!   on an API server or in memory), [`events`], [`echo`] (this
-//!   process's own writes), [`leader`];
-//! - the pieces of a reconcile: [`references`], [`connection`] (the
-//!   connection Secret), [`session`] (what a kind's calls can reach),
-//!   [`connect`] (ProviderConfig to client), [`kind`] (the per-kind
-//!   contract), [`error`];
-//! - pacing: [`pacing`] (every server's, by its answers), [`rate_limit`]
-//!   (the reconcile cap), [`backoff`];
-//! - the reconciler itself, [`reconcile`], its [`controller`], and the
-//!   [`gate`] that starts controllers as CRDs come and go; [`metrics`];
-//!   [`changelog`] (change logs to Crossplane's sidecar);
-//! - above managed resources, [`query`]: query resources that find cloud
-//!   resources by a filter and own one observe-only managed resource per
-//!   match (seed 000's future work).
+//! # What is public, and why
+//!
+//! The public face is what a provider author writes against, and nothing
+//! else. At the root: the per-kind contract ([`CloudKind`], [`ManagedKind`],
+//! [`Created`], [`Readiness`], the [`Session`] a kind's calls get, its
+//! connection [`Details`]), the per-provider contract ([`Connect`],
+//! [`ProviderConfigTypes`]), the errors a kind or a [`Connect`] returns
+//! ([`ExternalError`], [`CloudError`], [`CreateFailure`],
+//! [`UnusableConfig`]), the process ([`Provider`], its [`Settings`] and
+//! [`Metrics`]), where a kind keeps its tags ([`TagsField`]), and what a
+//! provider's own controllers (added with [`Provider::controller`]) share
+//! with the managed ones: the [`Context`] handle, the per-object
+//! [`Backoff`] with its [`Intent`], [`CONFLICT_RETRY`] and [`kind_label`].
+//! A few modules hold what belongs together: [`cluster`] (the
+//! [`cluster::Cluster`] seam and [`cluster::ObjectKey`]), [`query`] (query
+//! kinds), [`gate`] (what a controller of the provider's own is started
+//! with), [`metrics`], [`pacing`] (the [`pacing::Ceilings`] of every
+//! server), [`changelog`], [`leader`], [`lists`], [`tags`],
+//! `kube_client` (feature `rustls-tls`) and `testing` (feature `testing`:
+//! the in-memory cluster and one reconcile at a time, for a provider's
+//! tests of its kinds).
+//!
+//! The rest is the engine, private to the crate: the decisions made as
+//! plain functions (management policies, the `initProvider` merge, late
+//! initialisation and drift, the next step of a reconcile, the
+//! poll-interval and reconcile-request annotations), the reconciler and
+//! its controller, references and selectors, the connection Secret,
+//! Events, the echoes of this process's own writes, the reconcile-rate
+//! cap and the activation measurements. A
+//! provider never calls them: it states facts about its kinds and the
+//! engine decides. Keeping them private lets them change in any release
+//! without breaking a provider, and keeps this documentation to what a
+//! provider author needs.
 
-pub mod activation;
-pub mod backoff;
+#![warn(missing_docs)]
+
+mod activation;
+mod backoff;
 pub mod changelog;
 pub mod cluster;
-pub mod connect;
-pub mod connection;
-pub mod context;
-pub mod controller;
-pub mod drift;
-pub mod echo;
-pub mod error;
-pub mod events;
-pub mod fields;
+mod connect;
+mod connection;
+mod context;
+mod controller;
+mod drift;
+mod echo;
+mod error;
+mod events;
+mod fields;
 pub mod gate;
-pub mod kind;
+mod kind;
 #[cfg(feature = "rustls-tls")]
 pub mod kube_client;
 pub mod leader;
 pub mod lists;
 pub mod metrics;
 pub mod pacing;
-pub mod plan;
-pub mod policy;
-pub mod provider;
+mod plan;
+mod policy;
+mod provider;
 pub mod query;
-pub mod rate_limit;
-pub mod reconcile;
-pub mod references;
-pub mod requests;
-pub mod session;
+mod rate_limit;
+mod reconcile;
+mod references;
+mod requests;
+mod session;
 pub mod tags;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod turns;
 
 pub use backoff::{Backoff, Intent};
-pub use cluster::{Cluster, KubeCluster};
-pub use connect::{Connect, Connector, ProviderConfigTypes};
-pub use context::{CATCH_UP_LIMIT, CONFLICT_RETRY, Context, Settings, kind_label};
-pub use controller::run_controller;
+pub use connect::{Connect, ProviderConfigTypes};
+pub use context::{CONFLICT_RETRY, Context, Settings, kind_label};
 pub use error::{CloudError, CreateFailure, ExternalError, UnusableConfig};
-pub use events::{EventType, Recorder};
 pub use kind::{CloudKind, Created, ManagedKind, Readiness};
+pub use metrics::Metrics;
 pub use provider::Provider;
 pub use session::{Details, Session};
 pub use tags::TagsField;

@@ -8,8 +8,8 @@
 //! sorted by port, CIDR blocks sorted as text). Compared in order, such a
 //! list drifts for ever and costs an update on every poll. Declared a set
 //! or a map list, it is compared as Kubernetes merges it: a set regardless
-//! of order and duplicates, a map list item by item, matched by key
-//! ([`crate::fields::drift_patch_with`]).
+//! of order and duplicates, a map list item by item, matched by key (when
+//! the runtime looks for drift and builds an update's patch).
 //!
 //! Why from the CRD: the semantics are declared once, on the type, and
 //! the API server enforces them (no duplicate set elements, no two items
@@ -45,7 +45,10 @@ pub enum ListType {
     /// item leaves unset is not drift), and the observed list holds no
     /// item beyond the declared ones (`x-kubernetes-list-type: map` with
     /// `x-kubernetes-list-map-keys`).
-    Map { keys: Vec<String> },
+    Map {
+        /// The fields whose values identify an item.
+        keys: Vec<String>,
+    },
 }
 
 impl fmt::Display for ListType {
@@ -64,20 +67,42 @@ impl fmt::Display for ListType {
 /// as before list semantics existed).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ListTypesError {
+    /// An `x-kubernetes-list-type` other than `atomic`, `set` or `map`.
     #[error("{path}: x-kubernetes-list-type {value} is not atomic, set or map")]
-    UnknownListType { path: String, value: Value },
+    UnknownListType {
+        /// Where in the schema.
+        path: String,
+        /// The value found.
+        value: Value,
+    },
+    /// A map list without `x-kubernetes-list-map-keys`.
     #[error("{path}: a map list needs x-kubernetes-list-map-keys, a non-empty list of field names")]
-    MapWithoutKeys { path: String },
+    MapWithoutKeys {
+        /// Where in the schema.
+        path: String,
+    },
+    /// Two declarations of the same list that disagree.
     #[error("{path}: declared both as {first} and as {second}")]
     Conflicting {
+        /// Where in the schema.
         path: String,
+        /// The declaration met first.
         first: ListType,
+        /// The other one.
         second: ListType,
     },
+    /// A `$ref` to a definition the schema does not have.
     #[error("{path}: $ref {reference} points nowhere in the schema")]
-    UnresolvedRef { path: String, reference: String },
+    UnresolvedRef {
+        /// Where in the schema.
+        path: String,
+        /// The reference.
+        reference: String,
+    },
+    /// The CRD does not serve the kind's version (given).
     #[error("the CRD serves no version {0}")]
     NoVersion(String),
+    /// The CRD's schema of the version given has no `spec.forProvider`.
     #[error("version {0} of the CRD has no schema for spec.forProvider")]
     NoForProvider(String),
 }
@@ -88,7 +113,7 @@ pub enum ListTypesError {
 /// the items of a map list) are known too.
 ///
 /// The default value knows no list: every list is atomic, which is how
-/// [`crate::fields::drift_patch`] compares.
+/// the runtime compares the lists of a kind whose CRD it cannot read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ListTypes {
     root: Node,
@@ -173,7 +198,7 @@ impl ListTypes {
     /// The list types of `spec.forProvider` in `version` of `crd`, with
     /// those of `spec.initProvider` where `forProvider` has no list (the
     /// runtime compares `initProvider`'s fields too, under the same
-    /// names: see [`crate::drift`]).
+    /// names, when it reports drift).
     pub fn from_crd(crd: &CustomResourceDefinition, version: &str) -> Result<Self, ListTypesError> {
         let schema = crd
             .spec

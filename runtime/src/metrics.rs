@@ -5,10 +5,10 @@
 //!
 //! Beside the provider's own `provider_*` families, the registry serves
 //! crossplane-runtime's and controller-runtime's standard families
-//! ([`standard`]) and the `process_*` families ([`process`]), so that the
+//! ([`standard`]) and the `process_*` families, so that the
 //! dashboards and alerts written for Go providers work unchanged.
 
-pub mod process;
+mod process;
 pub mod standard;
 
 pub use standard::{Standard, controller_name, gvk_label};
@@ -23,13 +23,17 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+/// The labels of a family counted by kind only.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabels {
+    /// The kind, as [`crate::kind_label`] names it.
     pub kind: String,
 }
 
+/// The labels of `provider_reconciles_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReconcileLabels {
+    /// The kind, as [`crate::kind_label`] names it.
     pub kind: String,
     /// `success`, `error`, `paused`, `missing` (observing a cloud resource
     /// that does not exist, without Create: polled, not a failure),
@@ -39,8 +43,10 @@ pub struct ReconcileLabels {
     pub result: String,
 }
 
+/// The labels of `provider_cloud_calls_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CloudCallLabels {
+    /// The kind, as [`crate::kind_label`] names it.
     pub kind: String,
     /// `observe`, `create`, `update` or `delete`.
     pub operation: String,
@@ -48,13 +54,16 @@ pub struct CloudCallLabels {
     pub status: String,
 }
 
+/// The labels of `provider_kube_writes_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KubeWriteLabels {
+    /// The kind, as [`crate::kind_label`] names it.
     pub kind: String,
     /// What was written: `status`, `metadata`, `spec`, `secret`, `usage`, `event`.
     pub target: String,
 }
 
+/// The labels of the reconcile-rate cap's families.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct LaneLabels {
     /// The reconcile-rate cap's queue: `poll` (a settled resource's
@@ -62,6 +71,7 @@ pub struct LaneLabels {
     pub lane: String,
 }
 
+/// The labels of the pacing families counted by server.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct PacingLabels {
     /// The server a pacer paces: `kube-apiserver`, or a cloud endpoint
@@ -69,13 +79,16 @@ pub struct PacingLabels {
     pub server: String,
 }
 
+/// The labels of `provider_pacing_answers_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct PacingAnswerLabels {
+    /// The server that answered, as in [`PacingLabels::server`].
     pub server: String,
     /// `good`, `throttled` (429) or `overloaded` (5xx, timeout, no answer).
     pub answer: String,
 }
 
+/// The labels of `provider_changelog_errors_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ChangeLogErrorLabels {
     /// `send` (the change-log service did not take the entry: no socket,
@@ -83,20 +96,36 @@ pub struct ChangeLogErrorLabels {
     pub reason: String,
 }
 
-/// The provider's metric families, cheap to clone (shared handles).
+/// The provider's metric families, cheap to clone (shared handles): the
+/// `provider_*` families each controller records into, the [`Standard`]
+/// families and the `process_*` ones, in one registry that
+/// [`Metrics::encode_as`] serves. A provider makes one
+/// ([`Metrics::new`]), hands it to [`crate::Provider::run`] and serves it
+/// on its `/metrics` endpoint.
 #[derive(Clone)]
 pub struct Metrics {
     registry: Arc<Registry>,
     /// crossplane-runtime's and controller-runtime's families, unprefixed.
     pub standard: Standard,
+    /// `provider_reconciles_total`: reconciles by kind and result.
     pub reconciles: Family<ReconcileLabels, Counter>,
+    /// `provider_reconcile_duration_seconds`: the time one reconcile took,
+    /// by kind.
     pub reconcile_duration: Family<KindLabels, Histogram>,
+    /// `provider_cloud_calls_total`: calls to the cloud by kind, operation
+    /// and HTTP status.
     pub cloud_calls: Family<CloudCallLabels, Counter>,
     /// Writes to the API server. A steady-state reconcile adds none; tests
     /// and the benchmark read this to prove it.
     pub kube_writes: Family<KubeWriteLabels, Counter>,
+    /// `provider_time_to_ready_seconds`: from a managed resource's
+    /// creation to its first `Ready=True`, by kind.
     pub time_to_ready: Family<KindLabels, Histogram>,
+    /// `provider_active_controllers`: 1 for each kind whose controller
+    /// runs (while its CRD is established).
     pub active_controllers: Family<KindLabels, Gauge>,
+    /// `provider_activation_latency_seconds`: from a CRD becoming
+    /// established to the first reconcile of its kind.
     pub activation_latency: Family<KindLabels, Histogram>,
     /// Reconciles the rate cap admitted, by lane: the poll lane's rate
     /// during a burst of new resources shows whether polls starve.
@@ -139,6 +168,8 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// Every family registered, each empty: the process's one set of
+    /// metrics.
     pub fn new() -> Self {
         let mut root = Registry::default();
         let registry = root.sub_registry_with_prefix("provider");
@@ -283,6 +314,8 @@ impl Metrics {
         metrics_exposition::encode(&self.registry, format)
     }
 
+    /// Counts one reconcile of `kind` that ended with `result` (see
+    /// [`ReconcileLabels::result`]) after `took`.
     pub fn record_reconcile(&self, kind: &str, result: &str, took: std::time::Duration) {
         self.reconciles
             .get_or_create(&ReconcileLabels {
@@ -297,6 +330,8 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
+    /// Records that a resource of `kind` became ready `seconds` after its
+    /// creation.
     pub fn record_time_to_ready(&self, kind: &str, seconds: f64) {
         self.time_to_ready
             .get_or_create(&KindLabels {
@@ -305,6 +340,8 @@ impl Metrics {
             .observe(seconds);
     }
 
+    /// Counts one call to the cloud for `kind`: its `operation` and the
+    /// `status` it got (see [`CloudCallLabels`]).
     pub fn record_cloud_call(&self, kind: &str, operation: &str, status: &str) {
         self.cloud_calls
             .get_or_create(&CloudCallLabels {
@@ -328,6 +365,8 @@ impl Metrics {
         sum_samples(&self.encode(), family, labels)
     }
 
+    /// Counts one write to the API server for `kind`, to `target` (see
+    /// [`KubeWriteLabels::target`]).
     pub fn kube_write(&self, kind: &str, target: &str) {
         self.kube_write_counter(kind, target).inc();
     }

@@ -50,6 +50,7 @@ pub enum Step {
 /// master password) whose desired value differs from the one last applied,
 /// as the kind judged it. Drift of either sort is ignored unless the
 /// policies allow `Update`.
+#[cfg(test)]
 pub fn live_step(
     actions: Actions,
     desired: &Value,
@@ -65,7 +66,7 @@ pub fn live_step(
     )
 }
 
-/// [`live_step`] with the kind's list semantics
+/// `live_step` (above) with the kind's list semantics
 /// ([`crate::lists::for_kind`]): a set or map list the cloud holds in
 /// another order is not drift ([`drift_patch_with`]).
 pub fn live_step_with(

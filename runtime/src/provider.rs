@@ -36,7 +36,16 @@ struct Election {
     identity: String,
 }
 
-/// A provider, built up kind by kind; see the module documentation.
+/// A whole provider, built up kind by kind and run until shutdown.
+///
+/// A provider author names what is theirs (the managed kinds with the
+/// [`Connect`] each uses, query kinds, controllers of their own such as the
+/// ProviderConfig ones) and, optionally, the settings, ceilings, change
+/// logs and leader election; [`Provider::run`] builds the shared
+/// [`Context`], starts each kind's controller when its CRD is established
+/// (late activation, [`crate::gate`]) and returns when every controller
+/// has stopped. A kind's CRD name and version come from the kind itself,
+/// so a kind at any version starts.
 pub struct Provider {
     version: String,
     settings: Settings,

@@ -21,6 +21,12 @@ use crate::pacing::Pacing;
 /// Connection details as the Secret's `data` holds them, decoded.
 pub type Details = BTreeMap<String, String>;
 
+/// What a kind's cloud calls ([`crate::CloudKind`]) can reach during one
+/// reconcile: the cloud client `C` of the resource's ProviderConfig, the
+/// Secrets the kind takes input from ([`Session::secret_value`]) and what
+/// the resource's connection Secret holds ([`Session::connection_data`]).
+/// The runtime opens one per reconcile; a kind never writes the connection
+/// Secret, it returns the details to keep.
 pub struct Session<'a, C> {
     /// The cloud client, of the type the provider's [`crate::Connect`] makes.
     pub cloud: C,

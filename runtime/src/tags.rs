@@ -6,7 +6,7 @@
 //!
 //! They go on at create only, merged under the user's tags: a key the user
 //! sets keeps the user's value. Drift compares only the keys the user sets
-//! ([`crate::fields::drift_patch`]), so they are never drift, and an
+//! in an object such as a tag map, so they are never drift, and an
 //! update never sends them; an imported or observed resource is never
 //! created, so it is never tagged. When the user's tags leave too little
 //! room under the kind's limit, as many are added as fit, in the order

@@ -32,11 +32,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crossplane_managed_runtime::cluster::ObjectKey;
-use crossplane_managed_runtime::cluster::memory::MemoryCluster;
-use crossplane_managed_runtime::metrics::Metrics;
-use crossplane_managed_runtime::pacing::{Ceilings, Pacers};
-use crossplane_managed_runtime::rate_limit::Wake;
-use crossplane_managed_runtime::reconcile::{Next, Outcome, reconcile_once};
+use crossplane_managed_runtime::testing::{self, MemoryCluster, Next, Outcome, reconcile_once};
 use crossplane_managed_runtime::{
     CloudError, CloudKind, Connect, Context, Created, Details, ExternalError, ProviderConfigTypes,
     Readiness, Session, Settings, UnusableConfig,
@@ -528,13 +524,7 @@ impl Fixture {
             external_tags: true,
             management_policies_enabled: true,
         };
-        let metrics = Metrics::new();
-        let ceilings = Ceilings {
-            rate: 1_000.0,
-            in_flight: 64,
-        };
-        let pacers = Arc::new(Pacers::new(&metrics, ceilings, ceilings));
-        let ctx = Context::new(cluster.clone(), types, settings, metrics, 1_000, pacers);
+        let ctx = testing::context(cluster.clone(), types, settings);
         let store = Arc::new(ObjectStore::default());
         Self {
             connect: MemoryConnect {
@@ -570,7 +560,7 @@ impl Fixture {
     /// One reconcile of the current copy, as the controller would run it.
     async fn reconcile(&self, name: &str) -> Outcome {
         let mr = self.current(name).expect("the Bucket exists");
-        reconcile_once(&mr, &self.ctx, &self.connect, never_deferred).await
+        reconcile_once(&mr, &self.ctx, &self.connect).await
     }
 
     /// `(status, reason)` of a condition of the current copy.
@@ -616,12 +606,6 @@ impl Fixture {
 
 fn key(name: &str) -> ObjectKey {
     ObjectKey::of::<Bucket>(Some(NAMESPACE), name)
-}
-
-/// The wake of a reconcile the rate cap queues: never made here, as these
-/// tests stay far below the context's 1,000 reconciles a second.
-fn never_deferred() -> Wake {
-    panic!("a test reached the reconcile-rate cap")
 }
 
 /// A condition's `(status, reason)`, as [`Fixture::condition`] gives it.
@@ -787,7 +771,7 @@ async fn an_observe_only_bucket_that_does_not_exist_is_reported_not_created() {
     let outcome = f.reconcile("ghost").await;
     assert_eq!(outcome.result, "missing");
     assert!(
-        matches!(outcome.next, crossplane_managed_runtime::reconcile::Next::After(wait) if wait >= POLL.mul_f64(0.95)),
+        matches!(outcome.next, Next::After(wait) if wait >= POLL.mul_f64(0.95)),
         "{:?}",
         outcome.next
     );

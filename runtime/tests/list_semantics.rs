@@ -29,12 +29,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crossplane_managed_runtime::cluster::ObjectKey;
-use crossplane_managed_runtime::cluster::memory::MemoryCluster;
 use crossplane_managed_runtime::lists::{self, ListType};
-use crossplane_managed_runtime::metrics::Metrics;
-use crossplane_managed_runtime::pacing::{Ceilings, Pacers};
-use crossplane_managed_runtime::rate_limit::Wake;
-use crossplane_managed_runtime::reconcile::{Outcome, reconcile_once};
+use crossplane_managed_runtime::testing::{self, MemoryCluster, Outcome, reconcile_once};
 use crossplane_managed_runtime::{
     CloudError, CloudKind, Connect, Context, Created, Details, ExternalError, ProviderConfigTypes,
     Readiness, Session, Settings, UnusableConfig,
@@ -378,13 +374,7 @@ impl Fixture {
             external_tags: true,
             management_policies_enabled: true,
         };
-        let metrics = Metrics::new();
-        let ceilings = Ceilings {
-            rate: 1_000.0,
-            in_flight: 64,
-        };
-        let pacers = Arc::new(Pacers::new(&metrics, ceilings, ceilings));
-        let ctx = Context::new(cluster.clone(), types, settings, metrics, 1_000, pacers);
+        let ctx = testing::context(cluster.clone(), types, settings);
         let cloud = Arc::new(Cloud::default());
         Self {
             connect: MemoryConnect {
@@ -416,13 +406,7 @@ impl Fixture {
     }
 
     async fn reconcile(&self, name: &str) -> Outcome {
-        reconcile_once(
-            &self.current(name),
-            &self.ctx,
-            &self.connect,
-            never_deferred,
-        )
-        .await
+        reconcile_once(&self.current(name), &self.ctx, &self.connect).await
     }
 
     /// `(status, reason)` of a condition.
@@ -453,10 +437,6 @@ impl Fixture {
 
 fn key(name: &str) -> ObjectKey {
     ObjectKey::of::<Firewall>(Some(NAMESPACE), name)
-}
-
-fn never_deferred() -> Wake {
-    panic!("a test reached the reconcile-rate cap")
 }
 
 /// Three rules in the user's order (the cloud keeps another), two of them

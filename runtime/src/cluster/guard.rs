@@ -16,6 +16,11 @@ use std::time::Duration;
 
 use crate::pacing::{Answer, Pacer};
 
+/// What paces the requests of a [`KubeCluster`](super::KubeCluster): the
+/// API server's [`Pacer`], reading each answer as load. A 429 cuts the
+/// rate and pauses every request for its `Retry-After`; a 5xx or no answer
+/// cuts the requests in flight and pauses, 1 s doubling to 30 s while the
+/// answers stay bad.
 pub struct Guard {
     pacer: Arc<Pacer>,
 }
@@ -51,7 +56,7 @@ impl Guard {
     }
 
     /// Makes one request under the API server's limits.
-    pub async fn run<T>(
+    pub(crate) async fn run<T>(
         &self,
         request: impl Future<Output = Result<T, kube::Error>>,
     ) -> Result<T, kube::Error> {

@@ -1,17 +1,7 @@
-//! An in-memory [`Cluster`] for the tests of the reconciler's flows: the
-//! runtime's own, and a provider's tests of its kinds, which run the real
-//! reconciler ([`crate::reconcile::reconcile_once`]) on it without an API
-//! server.
-//!
-//! It keeps the API server's rules that those flows depend on, and no more:
-//! every write bumps `resourceVersion`, and a `resourceVersion` in a write is
-//! a precondition (409 when stale); a changed `spec` bumps `generation`; an
-//! object with finalizers is only marked for deletion, and goes once the
-//! last finalizer is removed; the status changes only through the status
-//! subresource. A forced apply by the provider's one field manager replaces
-//! the fields it sends (the provider always sends whole values). It also
-//! counts writes, and can refuse the next writes with a given code, for the
-//! faults a test cannot otherwise cause (an overloaded API server).
+//! An in-memory [`Cluster`] ([`MemoryCluster`]) for the tests of the
+//! reconciler's flows: the runtime's own, and a provider's tests of its
+//! kinds (through `crate::testing`), which run the real reconciler
+//! ([`crate::reconcile::reconcile_once`]) on it without an API server.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -35,7 +25,18 @@ struct State {
     refusals: Vec<(String, u16)>,
 }
 
-/// See the module documentation.
+/// An in-memory [`Cluster`] for tests of the reconciler's flows, which run
+/// the real reconciler on it without an API server.
+///
+/// It keeps the API server's rules that those flows depend on, and no more:
+/// every write bumps `resourceVersion`, and a `resourceVersion` in a write is
+/// a precondition (409 when stale); a changed `spec` bumps `generation`; an
+/// object with finalizers is only marked for deletion, and goes once the
+/// last finalizer is removed; the status changes only through the status
+/// subresource. A forced apply by the provider's one field manager replaces
+/// the fields it sends (the provider always sends whole values). It also
+/// counts writes, and can refuse the next writes with a given code, for the
+/// faults a test cannot otherwise cause (an overloaded API server).
 #[derive(Default)]
 pub struct MemoryCluster {
     state: Mutex<State>,

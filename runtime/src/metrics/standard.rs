@@ -44,8 +44,8 @@
 //! controller's name, as controller-runtime labels them). kube-rs's
 //! `Controller` owns the real queue and does not expose it; what follows
 //! maps the queue onto what this runtime sees, a reconcile request
-//! arriving from that queue and the rate cap
-//! ([`crate::rate_limit::LaneLimiter`]) which queues deferred reconciles:
+//! arriving from that queue and the reconcile-rate cap, which queues
+//! deferred reconciles:
 //!
 //! - `workqueue_adds_total`: reconcile requests that reached the rate cap
 //!   and were not already waiting in it (a request the backoff holds back
@@ -77,27 +77,37 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+/// The labels of the `crossplane_managed_resource_*` families.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct GvkLabels {
     /// `schema.GroupVersionKind.String()`: see [`gvk_label`].
     pub gvk: String,
 }
 
+/// The labels of the `controller_runtime_*` families counted by
+/// controller only.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ControllerLabels {
+    /// The controller's name: see [`controller_name`].
     pub controller: String,
 }
 
+/// The labels of `controller_runtime_reconcile_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ControllerResultLabels {
+    /// The controller's name: see [`controller_name`].
     pub controller: String,
     /// `success`, `error`, `requeue` or `requeue_after`.
     pub result: String,
 }
 
+/// The labels of the `workqueue_*` families.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct QueueLabels {
+    /// The queue's name: the controller's name, as controller-runtime
+    /// names a controller's queue.
     pub name: String,
+    /// The controller's name: see [`controller_name`].
     pub controller: String,
 }
 
@@ -191,20 +201,35 @@ const DELETED_MEMORY: Duration = Duration::from_secs(600);
 /// The standard families, cheap to clone (shared handles).
 #[derive(Clone)]
 pub struct Standard {
+    /// `crossplane_managed_resource_exists`.
     pub exists: Family<GvkLabels, Gauge>,
+    /// `crossplane_managed_resource_ready`.
     pub ready: Family<GvkLabels, Gauge>,
+    /// `crossplane_managed_resource_synced`.
     pub synced: Family<GvkLabels, Gauge>,
+    /// `crossplane_managed_resource_first_time_to_reconcile_seconds`.
     pub first_time_to_reconcile: HistogramFamily<GvkLabels>,
+    /// `crossplane_managed_resource_first_time_to_readiness_seconds`.
     pub first_time_to_readiness: HistogramFamily<GvkLabels>,
+    /// `crossplane_managed_resource_deletion_seconds`.
     pub deletion: HistogramFamily<GvkLabels>,
+    /// `crossplane_managed_resource_drift_seconds`.
     pub drift: HistogramFamily<GvkLabels>,
+    /// `controller_runtime_reconcile_total`.
     pub reconcile_total: Family<ControllerResultLabels, Counter>,
+    /// `controller_runtime_reconcile_errors_total`.
     pub reconcile_errors: Family<ControllerLabels, Counter>,
+    /// `controller_runtime_reconcile_time_seconds`.
     pub reconcile_time: HistogramFamily<ControllerLabels>,
+    /// `workqueue_depth`.
     pub queue_depth: Family<QueueLabels, Gauge>,
+    /// `workqueue_adds_total`.
     pub queue_adds: Family<QueueLabels, Counter>,
+    /// `workqueue_queue_duration_seconds`.
     pub queue_duration: HistogramFamily<QueueLabels>,
+    /// `workqueue_work_duration_seconds`.
     pub work_duration: HistogramFamily<QueueLabels>,
+    /// `workqueue_retries_total`.
     pub queue_retries: Family<QueueLabels, Counter>,
     tracker: Arc<Mutex<Tracker>>,
 }
@@ -576,6 +601,8 @@ pub struct StateWatch {
 }
 
 impl StateWatch {
+    /// Counts what `event`, from the kind's watch, says of its resources:
+    /// an applied object's `Ready` and `Synced`, a deletion, a relist.
     pub fn event<K: crossplane_types::Managed>(&mut self, event: &watcher::Event<K>) {
         let state = |mr: &K| {
             let (ready, synced) = ready_synced(mr.managed_status());

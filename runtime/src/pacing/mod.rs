@@ -2,21 +2,21 @@
 //! server, and each cloud endpoint with its credentials (a quota belongs to
 //! an account, so two ProviderConfigs with the same key share one pacer).
 //!
-//! Each server has one [`Pacer`] with two adaptive limits ([`limits`]): a
+//! Each server has one [`Pacer`] with two adaptive limits: a
 //! rate, cut on 429, and calls in flight, cut on 5xx, timeouts and rising
 //! latency; both grow back while answers come back good. A `Retry-After`
 //! (or repeated failure) pauses every caller of that server, not only the
 //! one that met it, and the call that met it is sent again once, after the
 //! pause, in its turn.
 //!
-//! Reconciles ask before they call ([`Pacer::admit`]): while a server is
-//! paused, or its rate is booked further ahead than [`ADMIT_SLACK`], the
+//! Reconciles ask before they call: while a server is paused, or its rate
+//! is booked further ahead than a quarter of a second, the
 //! reconcile ends at once instead of waiting in flight, and its object
 //! joins the server's line, so a throttled account does not fill the
 //! reconcile queue with reconciles that can only wait, and resources of
 //! other servers go on. An admitted reconcile's call gives way the same
-//! way when a pause voids its start before it goes out ([`Pacing::run`]),
-//! and a create before its create-pending mark ([`Pacing::before_write`]):
+//! way when a pause voids its start before it goes out, and a create
+//! before its create-pending mark:
 //! a burst admitted before an account's first 429 does not wait out the
 //! account's pace in the queue either. The pacer wakes the objects in
 //! line, first come first served, each with a start reserved on the same schedule as every
@@ -26,7 +26,8 @@
 
 mod limits;
 
-pub use limits::{Answer, Ceilings, Cut, MAX_PAUSE};
+pub(crate) use limits::Answer;
+pub use limits::Ceilings;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -51,7 +52,7 @@ pub const KUBE_APISERVER: &str = "kube-apiserver";
 
 /// A reconcile whose first call would wait longer than this joins its
 /// server's line instead of waiting in flight.
-pub const ADMIT_SLACK: Duration = Duration::from_millis(250);
+pub(crate) const ADMIT_SLACK: Duration = Duration::from_millis(250);
 
 /// A deferred reconcile comes back after its estimated turn plus this
 /// even if its wake never comes: the wake is what brings it back, this
@@ -97,7 +98,7 @@ impl Pacers {
 /// A reserved start for a reconcile's first call, handed out by
 /// [`Pacer::admit`]: the call waits for it instead of reserving again.
 #[derive(Debug, Clone, Copy)]
-pub struct Ticket {
+pub(crate) struct Ticket {
     start: Instant,
     /// The pause count when it was reserved: a pause since voids it.
     epoch: u64,
@@ -114,13 +115,13 @@ impl crate::turns::Turn for Ticket {
 /// start soon (a pause voided its reserved start, or the rate is booked
 /// ahead) and it has sent nothing it must finish: back to the front of its
 /// server's line, to be woken by `wake`, instead of waiting in flight.
-pub struct GiveWay<'a> {
+pub(crate) struct GiveWay<'a> {
     key: String,
     wake: &'a (dyn Fn() -> Wake + Send + Sync),
 }
 
 impl<'a> GiveWay<'a> {
-    pub fn new(key: String, wake: &'a (dyn Fn() -> Wake + Send + Sync)) -> Self {
+    pub(crate) fn new(key: String, wake: &'a (dyn Fn() -> Wake + Send + Sync)) -> Self {
         Self { key, wake }
     }
 }
@@ -128,14 +129,14 @@ impl<'a> GiveWay<'a> {
 /// How one admitted reconcile's calls to its cloud server are paced: the
 /// server's pacer, the start [`Pacer::admit`] reserved for the first call,
 /// and where the object goes when a call gives way.
-pub struct Pacing<'a> {
+pub(crate) struct Pacing<'a> {
     pacer: Arc<Pacer>,
     ticket: Mutex<Option<Ticket>>,
     give_way: GiveWay<'a>,
 }
 
 impl<'a> Pacing<'a> {
-    pub fn new(pacer: Arc<Pacer>, ticket: Ticket, give_way: GiveWay<'a>) -> Self {
+    pub(crate) fn new(pacer: Arc<Pacer>, ticket: Ticket, give_way: GiveWay<'a>) -> Self {
         Self {
             pacer,
             ticket: Mutex::new(Some(ticket)),
@@ -156,7 +157,7 @@ impl<'a> Pacing<'a> {
     /// create-pending mark is written is repeated with the same
     /// idempotency key. The one more try after a 429 or 5xx does not give
     /// way: it goes out once, after the pause.
-    pub async fn run<T, E, F, Fut>(
+    pub(crate) async fn run<T, E, F, Fut>(
         &self,
         call: F,
         answer: impl Fn(&Result<T, E>) -> Answer,
@@ -178,7 +179,7 @@ impl<'a> Pacing<'a> {
     /// create-pending mark): whether that call can start within
     /// [`ADMIT_SLACK`]. If not, the object goes back to the front of the
     /// line, and the [`Deferral`] ends the reconcile with nothing written.
-    pub fn before_write(&self) -> Result<(), Deferral> {
+    pub(crate) fn before_write(&self) -> Result<(), Deferral> {
         let ticket = *self.ticket.lock().expect("ticket lock");
         self.pacer.near_or_give_way(ticket, &self.give_way)
     }
@@ -186,7 +187,7 @@ impl<'a> Pacing<'a> {
 
 /// Why a reconcile was deferred, and until when.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Deferral {
+pub(crate) struct Deferral {
     /// When to look again.
     pub after: Duration,
     /// For the `Synced` condition: which server, and what it answered.
@@ -317,7 +318,7 @@ enum Turn {
 }
 
 impl Pacer {
-    pub fn new(server: &str, ceilings: Ceilings, metrics: &Metrics) -> Self {
+    pub(crate) fn new(server: &str, ceilings: Ceilings, metrics: &Metrics) -> Self {
         let now = Instant::now();
         let limits = Limits::new(ceilings, now);
         let metrics = ServerMetrics::new(server, metrics);
@@ -339,6 +340,8 @@ impl Pacer {
         }
     }
 
+    /// The server's name, as the `server` label of the pacing metrics
+    /// gives it.
     pub fn server(&self) -> &str {
         &self.server
     }
@@ -363,7 +366,7 @@ impl Pacer {
     /// from the line with a start reserved. Otherwise the object
     /// joins the line (once; `wake` makes what starts its next reconcile
     /// when its turn comes) and the answer is a [`Deferral`].
-    pub fn admit(
+    pub(crate) fn admit(
         self: &Arc<Self>,
         key: &str,
         wake: impl FnOnce() -> Wake,
@@ -452,7 +455,7 @@ impl Pacer {
     /// Makes the call `call` makes, once, under the limits, and learns from
     /// `answer`'s reading of the result. Starts at `ticket` when given (and
     /// still valid).
-    pub async fn run_once<T, E, F>(
+    pub(crate) async fn run_once<T, E, F>(
         &self,
         ticket: Option<Ticket>,
         call: F,
@@ -468,7 +471,7 @@ impl Pacer {
     /// As [`Self::run_once`], for a call that may be sent again: when the
     /// server pushes back (429, 5xx, a timeout), it is sent once more,
     /// after the pause that answer started, in its turn.
-    pub async fn run<T, E, F, Fut>(
+    pub(crate) async fn run<T, E, F, Fut>(
         &self,
         ticket: Option<Ticket>,
         call: F,

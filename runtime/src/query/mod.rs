@@ -1,4 +1,4 @@
-//! Query resources (seed 000, Future Work, Option A): a query filters the
+//! Query resources: a query filters the
 //! cloud's resources of one kind and owns one observe-only managed resource
 //! per match, in its own namespace. The managed resources are ordinary
 //! ones: the managed controllers observe them, report them `Ready`, and let
@@ -12,11 +12,12 @@
 //! runtime does the rest:
 //!
 //! - it connects through the query's ProviderConfig as managed resources
-//!   do ([`crate::connect::Connector::client`]), and lists every page on
-//!   the query's poll, reusing the listing between polls;
+//!   do (the provider's [`Connect`]), and lists every page on the query's
+//!   poll, reusing the listing between polls;
 //! - it keeps the matches [`crossplane_types::QuerySpec`] selects
 //!   (`mostRecent`, `limit`) and names each one's managed resource the same
-//!   way on every run ([`plan::managed_name`]), so a restart converges on
+//!   way on every run (`<query>-<external name>`, cut and ended with a
+//!   hash when that is no valid name or too long), so a restart converges on
 //!   the same objects instead of duplicating them;
 //! - it server-side applies the managed resource of each new match:
 //!   `managementPolicies: ["Observe"]`, the external name, the query's
@@ -25,18 +26,18 @@
 //!   (Kubernetes' garbage collector) and, observe-only, never their cloud
 //!   resources;
 //! - it releases the managed resource of a match that is gone or no longer
-//!   matches ([`reconcile`]), and writes the status only when it changes.
+//!   matches, and writes the status only when it changes.
 //!
 //! The poll period is the provider's `--poll-interval`, or the query's
-//! `crossplane.io/poll-interval` annotation, read as for managed resources
-//! ([`crate::requests::poll_interval`]); a new
+//! `crossplane.io/poll-interval` annotation, read as for managed
+//! resources; a new
 //! `crossplane.io/reconcile-requested-at` token lists at once.
 
-pub mod controller;
-pub mod plan;
-pub mod reconcile;
+mod controller;
+mod plan;
+pub(crate) mod reconcile;
 mod state;
-pub mod status;
+mod status;
 
 use std::future::Future;
 
@@ -45,12 +46,13 @@ use crossplane_types::Query;
 use crate::connect::Connect;
 use crate::error::ExternalError;
 
-pub use controller::run_query_controller;
+pub(crate) use controller::run_query_controller;
 pub use plan::Found;
 
 /// One page of a filter's matches.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Page {
+    /// The matches on this page.
     pub found: Vec<Found>,
     /// Where the next page starts; `None` on the last.
     pub next: Option<String>,

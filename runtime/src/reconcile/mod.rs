@@ -66,6 +66,7 @@ pub enum Next {
 /// How one reconcile ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Outcome {
+    /// When the controller reconciles the resource again.
     pub next: Next,
     /// The `result` label of `reconciles_total` (`success`, `paused`,
     /// `missing`, `conflict`, `error`, `waiting` when the cloud server's pacing
