@@ -15,7 +15,8 @@
 //! the CRD gate that starts each controller when its CRD appears (late
 //! managed-resource activation), leader election and metrics.
 //!
-//! The crate's README walks through adding a kind; `tests/foreign_kind.rs`
+//! The crate's README starts from `examples/minimal_provider.rs`, a whole
+//! kind in one file; `tests/foreign_kind.rs`
 //! runs the reconciler on a kind the runtime has never heard of.
 //!
 //! # What is public, and why

@@ -8,8 +8,9 @@
 //! ([`reconcile_once`]) runs it on the in-memory cluster, and each test
 //! checks what the store and the cluster hold after every step.
 //!
-//! Read top to bottom, this is the worked example that `README.md`'s
-//! "Adding a kind" points at:
+//! Read top to bottom, this is a worked example of what `README.md`'s
+//! "Declaring a kind" and `CloudKind` sections describe, written out by
+//! hand (without the derive):
 //! 1. the fake cloud (a real provider has a client library instead);
 //! 2. the Kubernetes types and their `Managed` impl;
 //! 3. the cloud side (`CloudKind`) and the connection (`Connect`);
