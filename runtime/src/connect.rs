@@ -58,6 +58,17 @@ impl ProviderConfigTypes {
     /// namespaced kinds' group), and the legacy `ProviderConfig` and
     /// `ProviderConfigUsage` in `legacy_group`, whose usages name their
     /// ProviderConfig in the label `<legacy_group>/provider-config`.
+    ///
+    /// ```
+    /// use crossplane_managed_runtime::ProviderConfigTypes;
+    ///
+    /// let types = ProviderConfigTypes::standard("aws.m.example.org", "aws.example.org", "v1beta1");
+    /// assert_eq!(types.cluster.kind, "ClusterProviderConfig");
+    /// assert_eq!(types.cluster.api_version, "aws.m.example.org/v1beta1");
+    /// assert_eq!(types.legacy.api_version, "aws.example.org/v1beta1");
+    /// assert_eq!(types.usage.plural, "providerconfigusages");
+    /// assert_eq!(types.legacy_usage_label, "aws.example.org/provider-config");
+    /// ```
     pub fn standard(group: &str, legacy_group: &str, version: &str) -> Self {
         let at = |group: &str, kind: &str| {
             ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(group, version, kind))

@@ -84,6 +84,19 @@ impl Settings {
     /// poll (1 second at least, 1 second while a resource is pending), 5 %
     /// jitter, a 1 hour sync period, Crossplane's tags on created
     /// resources, management policies honoured.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use crossplane_managed_runtime::Settings;
+    ///
+    /// let settings = Settings {
+    ///     poll_interval: Duration::from_secs(300),
+    ///     ..Settings::named("provider-example")
+    /// };
+    /// assert_eq!(settings.provider_name, "provider-example");
+    /// assert_eq!(settings.sync_interval, Duration::from_secs(3_600));
+    /// assert!(settings.management_policies_enabled && settings.external_tags);
+    /// ```
     pub fn named(name: &str) -> Self {
         Self {
             provider_name: name.to_owned(),

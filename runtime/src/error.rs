@@ -163,6 +163,18 @@ impl ExternalError {
 
     /// A cloud call answered with the HTTP status `status`, saying
     /// `message`: [`ExternalError::Failed`].
+    ///
+    /// ```
+    /// use crossplane_managed_runtime::{CreateFailure, ExternalError};
+    ///
+    /// let taken = ExternalError::failed_with_status(409, "bucket name taken");
+    /// assert_eq!(taken.to_string(), "bucket name taken");
+    /// assert_eq!(taken.create_failure(), CreateFailure::NameTaken);
+    /// let refused = ExternalError::failed_with_status(400, "no such region");
+    /// assert_eq!(refused.create_failure(), CreateFailure::Refused);
+    /// // No answer: the resource may exist, the idempotency key settles it.
+    /// assert_eq!(ExternalError::failed("reset").create_failure(), CreateFailure::Uncertain);
+    /// ```
     pub fn failed_with_status(status: u16, message: impl Into<String>) -> Self {
         ExternalError::Failed {
             status: Some(status),

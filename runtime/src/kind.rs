@@ -81,6 +81,16 @@ impl<O> Created<O> {
 
     /// A create whose answer is the new resource as the cloud holds it:
     /// its external name and that first observation.
+    ///
+    /// ```
+    /// use crossplane_managed_runtime::Created;
+    ///
+    /// let only_id: Created<String> = Created::named("sg-1".to_owned());
+    /// assert!(only_id.observed.is_none());
+    /// let whole = Created::answered("sg-2".to_owned(), "available".to_owned());
+    /// assert_eq!(whole.observed.as_deref(), Some("available"));
+    /// assert!(whole.connection_details.is_empty());
+    /// ```
     pub fn answered(external_name: String, observed: O) -> Self {
         Self {
             observed: Some(observed),

@@ -65,6 +65,20 @@ impl Provider {
     /// at `version` (its change logs' too), whose ProviderConfig and usage
     /// kinds are `provider_configs`, with crossplane-runtime's defaults
     /// ([`Settings::named`]) and no kinds yet.
+    ///
+    /// ```
+    /// use crossplane_managed_runtime::{Provider, ProviderConfigTypes};
+    /// use crossplane_managed_runtime::pacing::Ceilings;
+    ///
+    /// let types = ProviderConfigTypes::standard("example.m.org", "example.org", "v1alpha1");
+    /// let provider = Provider::new("provider-example", "0.1.0", types)
+    ///     .kube_ceilings(Ceilings { rate: 500.0, in_flight: 32 })
+    ///     .max_reconcile_rate(100)
+    ///     .leader_election("crossplane-system", "provider-example", "pod-0");
+    /// // Kinds are added with `.managed::<K, _>(connect)` (see the crate's
+    /// // example); each starts when its CRD is established.
+    /// assert_eq!(provider.crd_names().count(), 0);
+    /// ```
     pub fn new(name: &str, version: &str, provider_configs: ProviderConfigTypes) -> Self {
         Self {
             version: version.to_owned(),
