@@ -40,11 +40,12 @@ COPY metrics-exposition/Cargo.toml metrics-exposition/
 COPY xpkg/Cargo.toml xpkg/
 RUN set -eu; \
     for crate in crossplane-types managed-derive apis runtime fakecloud provider e2e demo xpkg metrics-exposition; do mkdir -p "$crate/src"; : > "$crate/src/lib.rs"; done; \
-    mkdir -p fakecloud/benches e2e/src/bin; \
+    mkdir -p fakecloud/benches e2e/src/bin runtime/examples; \
     for main in fakecloud/src/main.rs provider/src/main.rs fakecloud/benches/load.rs fakecloud/benches/console.rs \
+                runtime/examples/minimal_provider.rs \
                 demo/src/main.rs e2e/src/bin/compose-setup.rs xpkg/src/main.rs; do echo 'fn main() {}' > "$main"; done; \
     $CARGO_BUILD; \
-    rm -rf crossplane-types/src managed-derive/src apis runtime/src fakecloud/src fakecloud/benches provider/src \
+    rm -rf crossplane-types/src managed-derive/src apis runtime/src runtime/examples fakecloud/src fakecloud/benches provider/src \
         e2e/src demo/src metrics-exposition/src \
         target/container/.fingerprint/crossplane-managed-types-* target/container/.fingerprint/apis-* \
         target/container/.fingerprint/crossplane-managed-derive-* \
@@ -59,6 +60,8 @@ COPY crossplane-types/src crossplane-types/src
 COPY managed-derive/src managed-derive/src
 COPY apis apis
 COPY runtime/src runtime/src
+# Declared in runtime's manifest ([[example]]), so cargo needs the file.
+COPY runtime/examples runtime/examples
 COPY fakecloud/src fakecloud/src
 COPY fakecloud/migrations fakecloud/migrations
 COPY fakecloud/benches fakecloud/benches
