@@ -23,7 +23,8 @@ mod names;
 #[proc_macro_derive(ManagedResource, attributes(managed))]
 pub fn derive_managed_resource(input: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(input as DeriveInput);
-    expand(&input)
+    types_crate()
+        .and_then(|types| expand(&input, &types))
         .unwrap_or_else(Error::into_compile_error)
         .into()
 }
@@ -66,7 +67,9 @@ struct FieldAttrs {
     reference: Option<ReferenceAttrs>,
 }
 
-fn expand(input: &DeriveInput) -> Result<Tokens> {
+/// The derive's output for `input`, naming crossplane-managed-types
+/// `types`.
+fn expand(input: &DeriveInput, types: &Tokens) -> Result<Tokens> {
     let attrs = kind_attrs(input)?;
     let fields = match &input.data {
         Data::Struct(data) => match &data.fields {
@@ -86,7 +89,6 @@ fn expand(input: &DeriveInput) -> Result<Tokens> {
         }
     };
     let scope_param = scope_param(input)?;
-    let types = types_crate()?;
     let params = &input.ident;
     let kind_name = attrs.kind.value();
     let root_name = attrs
@@ -111,7 +113,7 @@ fn expand(input: &DeriveInput) -> Result<Tokens> {
         let field_attrs = field_attrs(field)?;
         let scoped = scope_param.as_ref().is_some_and(|s| mentions(&field.ty, s));
         if let Some(reference) = &field_attrs.reference {
-            references.push(reference_field(field, reference, &fields)?);
+            references.push(reference_field(field, reference, &fields, types)?);
         }
         if scoped {
             if field_attrs.identifier || field_attrs.init_doc.is_some() {
@@ -336,6 +338,7 @@ fn reference_field(
     field: &Field,
     reference: &ReferenceAttrs,
     fields: &[&Field],
+    types: &Tokens,
 ) -> Result<ReferenceFor> {
     let ident = field.ident.as_ref().expect("named field");
     let many = names::is_option_of_vec(&field.ty);
@@ -368,7 +371,7 @@ fn reference_field(
         .value
         .as_ref()
         .map_or_else(|| "/status/atProvider/id".to_owned(), LitStr::value);
-    let types = types_crate()?;
+    let types = types.clone();
     Ok(Box::new(move |namespaced, attrs| {
         let group = if namespaced {
             group.clone().unwrap_or_else(|| attrs.group.clone())
@@ -639,4 +642,129 @@ fn field_attrs(field: &Field) -> Result<FieldAttrs> {
         })?;
     }
     Ok(attrs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The derive's error for `input`, which must be refused.
+    fn refused(input: DeriveInput) -> String {
+        match expand(&input, &quote!(::crossplane_managed_types)) {
+            Ok(_) => panic!("accepted"),
+            Err(error) => error.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_kind_needs_its_kind_group_and_version() {
+        let error = refused(syn::parse_quote! {
+            #[managed(group = "example.org", version = "v1")]
+            struct P { /// Docs.
+                a: Option<String> }
+        });
+        assert!(error.contains("kind"), "{error}");
+        let error = refused(syn::parse_quote! {
+            #[managed(kind = "K", version = "v1")]
+            struct P { /// Docs.
+                a: Option<String> }
+        });
+        assert!(error.contains("group"), "{error}");
+        let error = refused(syn::parse_quote! {
+            #[managed(kind = "K", group = "example.org")]
+            struct P { /// Docs.
+                a: Option<String> }
+        });
+        assert!(error.contains("version"), "{error}");
+    }
+
+    #[test]
+    fn unknown_settings_and_bad_values_are_named() {
+        let error = refused(syn::parse_quote! {
+            #[managed(kind = "K", group = "g", version = "v1", colour = "blue")]
+            struct P { /// Docs.
+                a: Option<String> }
+        });
+        assert!(error.contains("unknown kind setting `colour`"), "{error}");
+        let error = refused(syn::parse_quote! {
+            #[managed(kind = "K", group = "g", version = "v1", external_name = Random)]
+            struct P { /// Docs.
+                a: Option<String> }
+        });
+        assert!(error.contains("AssignedByCloud or MetadataName"), "{error}");
+        let error = refused(syn::parse_quote! {
+            #[managed(kind = "K", group = "g", version = "v1")]
+            struct P { /// Docs.
+                #[managed(hidden)] a: Option<String> }
+        });
+        assert!(error.contains("unknown field setting `hidden`"), "{error}");
+    }
+
+    #[test]
+    fn a_reference_needs_its_ref_and_selector_fields_and_a_target() {
+        let error = refused(syn::parse_quote! {
+            #[managed(kind = "K", group = "g", version = "v1")]
+            struct P<S: Scope> {
+                /// The VPC.
+                #[managed(reference(kind = "VPC", plural = "vpcs"))]
+                vpc_id: Option<String>,
+                /// By name.
+                vpc_id_ref: Option<S::Reference>,
+            }
+        });
+        assert!(error.contains("`vpc_id_selector`"), "{error}");
+        let error = refused(syn::parse_quote! {
+            #[managed(kind = "K", group = "g", version = "v1")]
+            struct P {
+                /// The VPC.
+                #[managed(reference(kind = "VPC"))]
+                vpc_id: Option<String>,
+            }
+        });
+        assert!(error.contains("plural"), "{error}");
+    }
+
+    #[test]
+    fn every_field_is_documented_and_scope_fields_stay_in_for_provider() {
+        let error = refused(syn::parse_quote! {
+            #[managed(kind = "K", group = "g", version = "v1")]
+            struct P { a: Option<String> }
+        });
+        assert!(error.contains("document the field"), "{error}");
+        let error = refused(syn::parse_quote! {
+            #[managed(kind = "K", group = "g", version = "v1")]
+            struct P<S: Scope> { /// A secret.
+                #[managed(identifier)] key: Option<S::SecretKeySelector> }
+        });
+        assert!(error.contains("forProvider only"), "{error}");
+        let error = refused(syn::parse_quote! {
+            #[managed(kind = "K", group = "g", version = "v1")]
+            struct P<S: Scope, T> { /// Docs.
+                a: Option<String>, b: Option<T>, c: Option<S> }
+        });
+        assert!(error.contains("one generic parameter"), "{error}");
+        let error = refused(syn::parse_quote! {
+            #[managed(kind = "K", group = "g", version = "v1")]
+            enum P { A }
+        });
+        assert!(error.contains("struct only"), "{error}");
+    }
+
+    #[test]
+    fn a_good_kind_expands() {
+        let input: DeriveInput = syn::parse_quote! {
+            #[managed(kind = "K", group = "g", legacy_group = "l", version = "v1")]
+            struct P { /// Region. Identifies it.
+                #[managed(identifier)] region: String }
+        };
+        let out = expand(&input, &quote!(::t)).unwrap().to_string();
+        for wanted in [
+            "struct KInitParameters",
+            "struct KObservation",
+            "pub mod m",
+            "\"l\"",
+        ] {
+            assert!(out.contains(wanted), "{wanted} in {out}");
+        }
+    }
 }
