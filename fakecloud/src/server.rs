@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
@@ -265,16 +265,7 @@ async fn readyz(State(state): State<SharedState>) -> Response {
 async fn metrics(State(state): State<SharedState>, headers: HeaderMap) -> Response {
     let format = Format::from_headers(&headers);
     match state.metrics.encode_as(format) {
-        Ok(body) => (
-            [
-                (header::CONTENT_TYPE, format.header_value()),
-                // The body depends on Accept: a cache must not serve one
-                // client's format to another.
-                (header::VARY, HeaderValue::from_static("accept")),
-            ],
-            body,
-        )
-            .into_response(),
+        Ok(body) => (format.response_headers(), body).into_response(),
         Err(err) => {
             tracing::error!(%err, ?format, "encoding /metrics");
             ApiError::new(

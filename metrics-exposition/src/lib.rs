@@ -116,6 +116,17 @@ impl Format {
     pub fn header_value(self) -> http::HeaderValue {
         http::HeaderValue::from_static(self.content_type())
     }
+
+    /// The headers of a `/metrics` answer in this format: its
+    /// `Content-Type`, and `Vary: accept`, since the body depends on the
+    /// request's `Accept` and a cache must not serve one client's format to
+    /// another.
+    pub fn response_headers(self) -> [(http::HeaderName, http::HeaderValue); 2] {
+        [
+            (http::header::CONTENT_TYPE, self.header_value()),
+            (http::header::VARY, http::HeaderValue::from_static("accept")),
+        ]
+    }
 }
 
 /// Why a registry could not be served.

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use metrics_exposition::Format;
@@ -76,16 +76,7 @@ pub async fn serve_metrics(
 async fn encode(State(metrics): State<Metrics>, headers: HeaderMap) -> Response {
     let format = Format::from_headers(&headers);
     match metrics.encode_as(format) {
-        Ok(body) => (
-            [
-                (header::CONTENT_TYPE, format.header_value()),
-                // The body depends on Accept: a cache must not serve one
-                // client's format to another.
-                (header::VARY, HeaderValue::from_static("accept")),
-            ],
-            body,
-        )
-            .into_response(),
+        Ok(body) => (format.response_headers(), body).into_response(),
         Err(err) => {
             tracing::error!(%err, ?format, "encoding /metrics");
             (
