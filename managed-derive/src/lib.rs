@@ -48,6 +48,7 @@ struct KindAttrs {
 }
 
 /// A field's `reference(...)` settings.
+#[derive(Clone)]
 struct ReferenceAttrs {
     kind: LitStr,
     plural: LitStr,
@@ -113,7 +114,7 @@ fn expand(input: &DeriveInput, types: &Tokens) -> Result<Tokens> {
         let field_attrs = field_attrs(field)?;
         let scoped = scope_param.as_ref().is_some_and(|s| mentions(&field.ty, s));
         if let Some(reference) = &field_attrs.reference {
-            references.push(reference_field(field, reference, &fields, types)?);
+            references.push(Reference::of(field, reference, &fields)?);
         }
         if scoped {
             if field_attrs.identifier || field_attrs.init_doc.is_some() {
@@ -190,7 +191,9 @@ fn expand(input: &DeriveInput, types: &Tokens) -> Result<Tokens> {
             Some(_) => quote!(#params<#scope>),
             None => quote!(#params),
         };
-        let references = references.iter().map(|r| r(namespaced, &attrs));
+        let references = references
+            .iter()
+            .map(|r| r.in_scope(namespaced, &attrs, types));
         let resource = resource(&attrs, &root, &status, group, namespaced);
         let noun = attrs
             .noun
@@ -330,72 +333,83 @@ fn resource(
     }
 }
 
-/// A reference's `ReferenceField`, for one scope (its groups are that
-/// scope's).
-type ReferenceFor = Box<dyn Fn(bool, &KindAttrs) -> Tokens>;
+/// A checked reference field: its names in the CRD and its target.
+struct Reference {
+    field: String,
+    reference_field: String,
+    selector_field: String,
+    many: bool,
+    target: ReferenceAttrs,
+}
 
-fn reference_field(
-    field: &Field,
-    reference: &ReferenceAttrs,
-    fields: &[&Field],
-    types: &Tokens,
-) -> Result<ReferenceFor> {
-    let ident = field.ident.as_ref().expect("named field");
-    let many = names::is_option_of_vec(&field.ty);
-    let stem = names::reference_stem(&ident.to_string(), many);
-    let (reference_name, selector_name) = if many {
-        (format!("{stem}_refs"), format!("{stem}_selector"))
-    } else {
-        (format!("{stem}_ref"), format!("{stem}_selector"))
-    };
-    for wanted in [&reference_name, &selector_name] {
-        if !fields
-            .iter()
-            .any(|f| f.ident.as_ref().is_some_and(|i| i == wanted))
-        {
-            return Err(Error::new(
-                field.span(),
-                format!("a reference needs a field `{wanted}` beside `{ident}`"),
-            ));
+impl Reference {
+    /// Checks that the struct has the field's `_ref(s)` and `_selector`
+    /// siblings, and names all three as the CRD does.
+    fn of(field: &Field, target: &ReferenceAttrs, fields: &[&Field]) -> Result<Self> {
+        let ident = field.ident.as_ref().expect("named field");
+        let many = names::is_option_of_vec(&field.ty);
+        let stem = names::reference_stem(&ident.to_string(), many);
+        let by_name = format!("{stem}_{}", if many { "refs" } else { "ref" });
+        let selector = format!("{stem}_selector");
+        for wanted in [&by_name, &selector] {
+            if !fields
+                .iter()
+                .any(|f| f.ident.as_ref().is_some_and(|i| i == wanted))
+            {
+                return Err(Error::new(
+                    field.span(),
+                    format!("a reference needs a field `{wanted}` beside `{ident}`"),
+                ));
+            }
         }
+        Ok(Self {
+            field: names::camel(&ident.to_string()),
+            reference_field: names::camel(&by_name),
+            selector_field: names::camel(&selector),
+            many,
+            target: target.clone(),
+        })
     }
-    let field_name = names::camel(&ident.to_string());
-    let reference_name = names::camel(&reference_name);
-    let selector_name = names::camel(&selector_name);
-    let kind = reference.kind.clone();
-    let plural = reference.plural.clone();
-    let group = reference.group.clone();
-    let legacy_group = reference.legacy_group.clone();
-    let version = reference.version.clone();
-    let value = reference
-        .value
-        .as_ref()
-        .map_or_else(|| "/status/atProvider/id".to_owned(), LitStr::value);
-    let types = types.clone();
-    Ok(Box::new(move |namespaced, attrs| {
+
+    /// Its `ReferenceField` in one scope: the target's groups are that
+    /// scope's, the kind's own unless the reference names them.
+    fn in_scope(&self, namespaced: bool, kind: &KindAttrs, types: &Tokens) -> Tokens {
+        let Self {
+            field,
+            reference_field,
+            selector_field,
+            many,
+            target,
+        } = self;
         let group = if namespaced {
-            group.clone().unwrap_or_else(|| attrs.group.clone())
+            target.group.as_ref().unwrap_or(&kind.group)
         } else {
-            legacy_group
-                .clone()
-                .or_else(|| attrs.legacy_group.clone())
+            target
+                .legacy_group
+                .as_ref()
+                .or(kind.legacy_group.as_ref())
                 .expect("a legacy kind has a legacy group")
         };
-        let version = version.clone().unwrap_or_else(|| attrs.version.clone());
+        let version = target.version.as_ref().unwrap_or(&kind.version);
+        let (target_kind, plural) = (&target.kind, &target.plural);
+        let value = target
+            .value
+            .as_ref()
+            .map_or_else(|| "/status/atProvider/id".to_owned(), LitStr::value);
         quote! {
             #types::ReferenceField {
-                field: #field_name,
-                reference_field: #reference_name,
-                selector_field: #selector_name,
+                field: #field,
+                reference_field: #reference_field,
+                selector_field: #selector_field,
                 many: #many,
                 target_group: #group,
                 target_version: #version,
-                target_kind: #kind,
+                target_kind: #target_kind,
                 target_plural: #plural,
                 target_value_pointer: #value,
             }
         }
-    }))
+    }
 }
 
 /// A field of the init form: the parameter's type, its first sentence (or
@@ -508,6 +522,12 @@ fn types_crate() -> Result<Tokens> {
     }
 }
 
+/// A setting's name (`kind` in `kind = "VPC"`); empty for a longer path,
+/// which no setting is.
+fn key_of(path: &Path) -> String {
+    path.get_ident().map(Ident::to_string).unwrap_or_default()
+}
+
 fn kind_attrs(input: &DeriveInput) -> Result<KindAttrs> {
     let mut kind = None;
     let mut root = None;
@@ -525,11 +545,7 @@ fn kind_attrs(input: &DeriveInput) -> Result<KindAttrs> {
     let mut external_name = None;
     for attr in input.attrs.iter().filter(|a| a.path().is_ident("managed")) {
         attr.parse_nested_meta(|meta| {
-            let key = meta
-                .path
-                .get_ident()
-                .map(Ident::to_string)
-                .unwrap_or_default();
+            let key = key_of(&meta.path);
             match key.as_str() {
                 "kind" => kind = Some(meta.value()?.parse()?),
                 "root" => root = Some(meta.value()?.parse()?),
@@ -590,11 +606,7 @@ fn field_attrs(field: &Field) -> Result<FieldAttrs> {
     let mut attrs = FieldAttrs::default();
     for attr in field.attrs.iter().filter(|a| a.path().is_ident("managed")) {
         attr.parse_nested_meta(|meta| {
-            let key = meta
-                .path
-                .get_ident()
-                .map(Ident::to_string)
-                .unwrap_or_default();
+            let key = key_of(&meta.path);
             match key.as_str() {
                 "identifier" => attrs.identifier = true,
                 "not_observed" => attrs.not_observed = true,
@@ -604,11 +616,7 @@ fn field_attrs(field: &Field) -> Result<FieldAttrs> {
                     let (mut kind, mut plural, mut group) = (None, None, None);
                     let (mut legacy_group, mut version, mut value) = (None, None, None);
                     meta.parse_nested_meta(|inner| {
-                        let key = inner
-                            .path
-                            .get_ident()
-                            .map(Ident::to_string)
-                            .unwrap_or_default();
+                        let key = key_of(&inner.path);
                         let slot = match key.as_str() {
                             "kind" => &mut kind,
                             "plural" => &mut plural,

@@ -27,7 +27,6 @@ use crossplane_types::{
     NamespacedResourceSpec, ProviderConfigKey, ReferenceField, Scope,
 };
 use kube::CustomResource;
-use kube::api::{ApiResource, GroupVersionKind};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -470,16 +469,7 @@ impl CloudKind<MemoryConnect> for BucketParameters {
 /// This provider's kinds of ProviderConfig and usage: the runtime reads the
 /// first and writes the second. No CRD types are needed for them here.
 fn provider_config_types() -> ProviderConfigTypes {
-    let resource =
-        |group, kind| ApiResource::from_gvk(&GroupVersionKind::gvk(group, "v1alpha1", kind));
-    ProviderConfigTypes {
-        legacy: resource(LEGACY_GROUP, "ProviderConfig"),
-        namespaced: resource(GROUP, "ProviderConfig"),
-        cluster: resource(GROUP, "ClusterProviderConfig"),
-        legacy_usage: resource(LEGACY_GROUP, "ProviderConfigUsage"),
-        usage: resource(GROUP, "ProviderConfigUsage"),
-        legacy_usage_label: "storage.example.crossplane.io/provider-config".to_owned(),
-    }
+    ProviderConfigTypes::standard(GROUP, LEGACY_GROUP, "v1alpha1")
 }
 
 // ---------------------------------------------------------------------------

@@ -22,7 +22,6 @@ use crossplane_types::{
     ConnectionDetail, ExternalNameOrigin, Managed, ManagedStatus, Namespaced,
     NamespacedResourceSpec, ProviderConfigKey, ReferenceField, Scope,
 };
-use kube::api::{ApiResource, GroupVersionKind};
 use kube::{CustomResource, CustomResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -346,16 +345,7 @@ struct Fixture {
 impl Fixture {
     fn new() -> Self {
         let cluster = Arc::new(MemoryCluster::default());
-        let resource =
-            |group, kind| ApiResource::from_gvk(&GroupVersionKind::gvk(group, "v1alpha1", kind));
-        let types = ProviderConfigTypes {
-            legacy: resource(LEGACY_GROUP, "ProviderConfig"),
-            namespaced: resource(GROUP, "ProviderConfig"),
-            cluster: resource(GROUP, "ClusterProviderConfig"),
-            legacy_usage: resource(LEGACY_GROUP, "ProviderConfigUsage"),
-            usage: resource(GROUP, "ProviderConfigUsage"),
-            legacy_usage_label: "network.example.crossplane.io/provider-config".to_owned(),
-        };
+        let types = ProviderConfigTypes::standard(GROUP, LEGACY_GROUP, "v1alpha1");
         cluster.insert(
             &ObjectKey {
                 resource: types.cluster.clone(),

@@ -93,21 +93,10 @@ async fn main() -> anyhow::Result<()> {
     let label = format!("{}=bench", name_label::<VpcQuery>());
     let watching = tokio::spawn(count_ready(world.kube(), QUERY_NAMESPACE, label, n));
     let queries = Api::<VpcQuery>::namespaced(world.kube(), QUERY_NAMESPACE);
-    let start = Instant::now();
-    let query_start = start;
-    queries
-        .patch(
-            "bench",
-            &PatchParams::apply("bench").force(),
-            &Patch::Apply(json!({
-                "apiVersion": "query.fakecloud.m.crossplane.io/v1alpha1", "kind": "VPCQuery",
-                "metadata": { "name": "bench" },
-                "spec": { "filter": { "region": REGION, "tags": ["bench=query"] } },
-            })),
-        )
-        .await?;
+    let query_start = Instant::now();
+    apply_query(&queries, "bench", "bench=query").await?;
     let query_seen = within_an_hour(watching).await?;
-    let by_query = start.elapsed();
+    let by_query = query_start.elapsed();
     let lists = list_calls(&world, mark).await?;
     let query_writes = world
         .metrics
@@ -128,11 +117,10 @@ async fn main() -> anyhow::Result<()> {
         format!("{HAND_LABEL}=hand"),
         n,
     ));
-    let start = Instant::now();
-    let hand_start = start;
+    let hand_start = Instant::now();
     apply_by_hand(&world, &ids, args.clients).await?;
     let hand_seen = within_an_hour(watching).await?;
-    let by_hand = start.elapsed();
+    let by_hand = hand_start.elapsed();
     let made = Api::<Vpc>::namespaced(world.kube(), HAND_NAMESPACE)
         .list(&ListParams::default())
         .await?
@@ -207,17 +195,7 @@ async fn main() -> anyhow::Result<()> {
 /// it; it is deleted before the clock starts.
 async fn warm_up(world: &World) -> anyhow::Result<()> {
     let queries = Api::<VpcQuery>::namespaced(world.kube(), QUERY_NAMESPACE);
-    queries
-        .patch(
-            "warm-up",
-            &PatchParams::apply("bench").force(),
-            &Patch::Apply(json!({
-                "apiVersion": "query.fakecloud.m.crossplane.io/v1alpha1", "kind": "VPCQuery",
-                "metadata": { "name": "warm-up" },
-                "spec": { "filter": { "region": REGION, "tags": ["bench=nothing"] } },
-            })),
-        )
-        .await?;
+    apply_query(&queries, "warm-up", "bench=nothing").await?;
     let deadline = Instant::now() + Duration::from_secs(120);
     while !is_synced(&queries.get("warm-up").await?) {
         anyhow::ensure!(
@@ -227,6 +205,22 @@ async fn warm_up(world: &World) -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     queries.delete("warm-up", &Default::default()).await?;
+    Ok(())
+}
+
+/// Applies the VPCQuery `name` for the VPCs of `REGION` tagged `tag`.
+async fn apply_query(queries: &Api<VpcQuery>, name: &str, tag: &str) -> anyhow::Result<()> {
+    queries
+        .patch(
+            name,
+            &PatchParams::apply("bench").force(),
+            &Patch::Apply(json!({
+                "apiVersion": "query.fakecloud.m.crossplane.io/v1alpha1", "kind": "VPCQuery",
+                "metadata": { "name": name },
+                "spec": { "filter": { "region": REGION, "tags": [tag] } },
+            })),
+        )
+        .await?;
     Ok(())
 }
 

@@ -190,7 +190,7 @@ impl MemoryCluster {
     /// (a test's fixture is wrong).
     pub fn typed<K: serde::de::DeserializeOwned>(&self, key: &ObjectKey) -> Option<K> {
         let object = self.object(key)?;
-        Some(serde_json::from_value(object).unwrap_or_else(|error| {
+        Some(super::typed(object).unwrap_or_else(|error| {
             panic!(
                 "{} {:?} does not parse: {error}",
                 key.resource.kind, key.name
