@@ -17,6 +17,7 @@ use crate::events::Recorder;
 use crate::metrics::Metrics;
 use crate::pacing::{Answer, Deferral, Pacer, Pacers, Pacing};
 use crate::rate_limit::LaneLimiter;
+use crate::shard::{Fenced, Shard};
 
 /// How soon a reconcile that met a resourceVersion conflict (its copy was
 /// stale) runs again, in every controller: quietly, without a backoff.
@@ -132,6 +133,8 @@ pub struct Context {
     pub(crate) own_writes: echo::OwnWrites,
     /// Where change-log entries go, when change logs are enabled.
     pub(crate) changelog: Option<ChangeLogger>,
+    /// This replica's share, when replicas share the work.
+    pub(crate) shard: Option<Arc<Shard>>,
 }
 
 /// Reconciles in flight per request the API server's pacing allows in
@@ -168,6 +171,7 @@ impl Context {
             activations: Activations::default(),
             own_writes: echo::OwnWrites::default(),
             changelog: None,
+            shard: None,
         }
     }
 
@@ -229,6 +233,51 @@ impl Context {
     {
         let counted = || self.counted(kind, operation, call());
         pacing.run(counted, answer).await
+    }
+
+    /// As [`Self::call`], for a call that changes the cloud (a create, an
+    /// update, a delete) of the object of `meta`: when replicas share the
+    /// work, checked right before each attempt goes out that this replica
+    /// still owns the object and holds its membership Lease
+    /// ([`crate::shard`]). A refusal is a [`Deferral`] of a retry period:
+    /// the call is not made, the object is looked at again soon, by
+    /// whichever replica owns it then.
+    pub(crate) async fn mutate<T, F, Fut>(
+        &self,
+        kind: &str,
+        operation: &str,
+        pacing: &Pacing<'_>,
+        meta: &kube::api::ObjectMeta,
+        call: F,
+    ) -> Result<Result<T, ExternalError>, Deferral>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T, ExternalError>>,
+    {
+        let Some(shard) = &self.shard else {
+            return self.call(kind, operation, pacing, call).await;
+        };
+        let refused: std::sync::Mutex<Option<Fenced>> = std::sync::Mutex::new(None);
+        let guarded = || async {
+            if let Err(fenced) = shard.may_mutate(meta) {
+                let message = fenced.to_string();
+                *refused.lock().expect("refusal lock") = Some(fenced);
+                return Err(ExternalError::failed(message));
+            }
+            self.counted(kind, operation, call()).await
+        };
+        let result = pacing.run(guarded, answer).await?;
+        match refused.into_inner().expect("refusal lock") {
+            None => Ok(result),
+            Some(fenced) => {
+                tracing::info!(operation, reason = %fenced, "cloud mutation refused: not surely this replica's");
+                self.metrics.shard.fenced(kind, &fenced);
+                Err(Deferral {
+                    after: shard.timing().retry_period,
+                    message: format!("not {operation}d by this replica: {fenced}"),
+                })
+            }
+        }
     }
 
     /// As [`Self::call`], for a call outside any reconcile (a query's

@@ -10,16 +10,19 @@ use futures::channel::mpsc::UnboundedSender;
 use futures::{StreamExt, TryStreamExt, future};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, WatchStreamExt, reflector, watcher};
-use kube::{Api, ResourceExt};
+use kube::{Api, Resource, ResourceExt};
+use serde_json::{Value, json};
 
 use kube::runtime::controller::Action;
 
+use crate::cluster::ObjectKey;
 use crate::connect::Connect;
-use crate::context::Context;
+use crate::context::{CONFLICT_RETRY, Context, kind_label};
 use crate::error::Never;
 use crate::kind::ManagedKind;
 use crate::rate_limit::Wake;
 use crate::reconcile::{Next, reconcile_once};
+use crate::shard::{Shard, Standing};
 
 /// Where `kubectl apply` keeps the last object it applied.
 const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -64,14 +67,20 @@ pub async fn run_controller<K: ManagedKind<C>, C: Connect>(
     let filter_ctx = ctx.clone();
     // Keeps the kind's exists/ready/synced gauges in step with the watch.
     let mut states = ctx.metrics.standard.watch::<K>();
-    let trigger = watcher(api, watcher::Config::default().any_semantic())
+    let shard = ctx.shard.clone();
+    let trigger = watcher(api, watch_config(ctx.shard.as_deref()))
         .default_backoff()
         .modify(|mr: &mut K| {
             mr.managed_fields_mut().clear();
             mr.annotations_mut().remove(LAST_APPLIED_ANNOTATION);
         })
         .reflect(writer)
-        .inspect_ok(move |event| states.event(event))
+        .inspect_ok(move |event| {
+            states.event(event);
+            if let (Some(shard), watcher::Event::Delete(mr)) = (&shard, event) {
+                shard.left(&mr.uid().unwrap_or_default());
+            }
+        })
         .applied_objects()
         .try_filter(move |mr| {
             let triggers = match (mr.uid(), mr.resource_version()) {
@@ -100,6 +109,16 @@ pub async fn run_controller<K: ManagedKind<C>, C: Connect>(
         .await;
 }
 
+/// The watch of a controller's objects: all of them, or only this
+/// replica's share when replicas share the work ([`crate::shard`]).
+pub(crate) fn watch_config(shard: Option<&Shard>) -> watcher::Config {
+    let config = watcher::Config::default().any_semantic();
+    match shard {
+        Some(shard) => config.labels(&shard.selector()),
+        None => config,
+    }
+}
+
 /// Ticks every `every` (never when zero), for `reconcile_all_on`: the
 /// sync period of controller-runtime (`--sync`), which reconciles every
 /// object in the cache again in case a watch event was missed.
@@ -119,6 +138,15 @@ pub async fn reconcile<K: ManagedKind<C>, C: Connect>(
     mr: Arc<K>,
     controller: Arc<ControllerContext<K, C>>,
 ) -> Result<Action, Never> {
+    if let Some(shard) = &controller.ctx.shard {
+        match shard.standing(mr.meta()) {
+            Standing::Own => shard.entered::<K>(mr.meta(), &controller.ctx.metrics),
+            // A copy older than our own release, or one labelled for
+            // another replica: its owner reconciles it.
+            Standing::Foreign => return Ok(Action::await_change()),
+            Standing::Drain(to) => return Ok(release(&*mr, &to, shard, &controller.ctx).await),
+        }
+    }
     let wake = || controller.wake(&*mr);
     Ok(
         match reconcile_once(&*mr, &controller.ctx, &*controller.connect, wake)
@@ -129,4 +157,37 @@ pub async fn reconcile<K: ManagedKind<C>, C: Connect>(
             Next::Change => Action::await_change(),
         },
     )
+}
+
+/// Hands `mr` to the replica `to`, as the assigner asked: this runs as
+/// the object's next reconcile, so the one in flight has ended, and none
+/// starts here after it (the object leaves this replica's watch, and
+/// until it has, [`Shard::standing`] calls it foreign). Guarded by the
+/// copy's resourceVersion: a newer copy is looked at again first.
+async fn release<K: Resource<DynamicType = ()>>(
+    mr: &K,
+    to: &str,
+    shard: &Shard,
+    ctx: &Context,
+) -> Action {
+    let key = ObjectKey::of::<K>(mr.meta().namespace.as_deref(), &mr.name_any());
+    let patch = json!({"metadata": {
+        "resourceVersion": mr.meta().resource_version,
+        "labels": {&shard.label: to},
+        "annotations": {&shard.next: Value::Null, &shard.moved_at: jiff::Timestamp::now().to_string()},
+    }});
+    match ctx.cluster.merge_patch(&key, patch).await {
+        Ok(_) => {
+            shard.released(&mr.uid().unwrap_or_default());
+            ctx.metrics.shard.moved(&kind_label::<K>(), "release");
+            tracing::info!(kind = %kind_label::<K>(), name = %mr.name_any(), to, "handed over to another replica");
+            Action::await_change()
+        }
+        Err(kube::Error::Api(e)) if e.code == 409 => Action::requeue(CONFLICT_RETRY),
+        Err(kube::Error::Api(e)) if e.code == 404 => Action::await_change(),
+        Err(error) => {
+            tracing::warn!(%error, name = %mr.name_any(), "cannot hand an object over; retrying");
+            Action::requeue(shard.timing().retry_period)
+        }
+    }
 }

@@ -32,6 +32,7 @@ use tracing::{info, warn};
 
 use crate::context::Context;
 use crate::metrics::KindLabels;
+use crate::shard::assigner::ShardedKind;
 
 /// Starts a kind's controller, watching through the client given; it must
 /// return once `shutdown` resolves. A closure, so that it can hold what the
@@ -57,6 +58,9 @@ pub(crate) struct Gated {
     pub kind: String,
     /// Starts the kind's controller.
     pub start: Starter,
+    /// How its objects are assigned when replicas share the work; `None`
+    /// for a provider's own controllers, which run on the leader only.
+    pub sharded: Option<ShardedKind>,
 }
 
 struct Running {

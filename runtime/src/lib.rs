@@ -80,6 +80,7 @@ mod plan;
 mod policy;
 mod provider;
 pub mod query;
+pub mod shard;
 mod rate_limit;
 mod reconcile;
 mod references;

@@ -9,6 +9,7 @@
 //! dashboards and alerts written for Go providers work unchanged.
 
 mod process;
+pub mod shard;
 pub mod standard;
 
 pub use standard::{Standard, controller_name, gvk_label};
@@ -154,6 +155,8 @@ pub struct Metrics {
     /// Reconciles deferred to their server's line because it was paused
     /// or its rate booked ahead.
     pub pacing_deferred: Family<PacingLabels, Counter>,
+    /// The `provider_shard_*` families ([`crate::shard`]).
+    pub shard: shard::ShardMetrics,
 }
 
 fn seconds_histogram() -> Histogram {
@@ -271,6 +274,7 @@ impl Metrics {
             "From first finding a field drifted to finding it corrected by an update",
             drift_correction.clone(),
         );
+        let shard = shard::ShardMetrics::register(registry);
         let standard = Standard::register(&mut root);
         root.register_collector(Box::new(process::ProcessCollector));
         Self {
@@ -292,6 +296,7 @@ impl Metrics {
             pacing_answers,
             pacing_wait,
             pacing_deferred,
+            shard,
         }
     }
 

@@ -27,6 +27,8 @@ use crate::leader::{Elector, LeaderError};
 use crate::metrics::Metrics;
 use crate::pacing::{Ceilings, Pacers};
 use crate::query::{QueryKind, run_query_controller};
+use crate::shard::assigner::ShardedKind;
+use crate::shard::{Shard, Sharding, shared};
 
 /// Leader election: which Lease, held as whom.
 #[derive(Debug, Clone)]
@@ -56,6 +58,7 @@ pub struct Provider {
     max_reconcile_rate: u32,
     change_logs: Option<PathBuf>,
     election: Option<Election>,
+    sharding: Option<Sharding>,
     kinds: Vec<Gated>,
 }
 
@@ -96,6 +99,7 @@ impl Provider {
             max_reconcile_rate: 1_000,
             change_logs: None,
             election: None,
+            sharding: None,
             kinds: Vec::new(),
         }
     }
@@ -152,39 +156,70 @@ impl Provider {
         self
     }
 
+    /// Runs this process as one of several replicas that share the work
+    /// ([`crate::shard`]): each reconciles only the managed and query
+    /// resources labelled with its identity, and the holder of the
+    /// leader Lease assigns them and runs the provider's own controllers.
+    /// Replaces [`Provider::leader_election`].
+    pub fn sharding(mut self, sharding: Sharding) -> Self {
+        self.sharding = Some(sharding);
+        self
+    }
+
     /// Adds the managed kind `K`, whose cloud client comes from `connect`:
     /// the runtime's reconciler runs it once its CRD is established.
     pub fn managed<K: ManagedKind<C>, C: Connect>(self, connect: Arc<C>) -> Self {
-        self.controller::<K>(Arc::new(
+        let start: Starter = Arc::new(
             move |ctx: Arc<Context>, kube: kube::Client, shutdown: Shutdown| {
                 Box::pin(run_controller::<K, C>(ctx, connect.clone(), kube, shutdown))
             },
-        ))
+        );
+        self.gated::<K>(start, Some(true))
     }
 
     /// Adds the query kind `Q` ([`crate::query`]), listing through
     /// `connect`.
     pub fn query<Q: QueryKind<C>, C: Connect>(self, connect: Arc<C>) -> Self {
-        self.controller::<Q>(Arc::new(
-            move |ctx: Arc<Context>, kube: kube::Client, shutdown: Shutdown| {
-                Box::pin(run_query_controller::<Q, C>(
-                    ctx,
-                    connect.clone(),
-                    kube,
-                    shutdown,
-                ))
-            },
-        ))
+        self.gated::<Q>(
+            Arc::new(
+                move |ctx: Arc<Context>, kube: kube::Client, shutdown: Shutdown| {
+                    Box::pin(run_query_controller::<Q, C>(
+                        ctx,
+                        connect.clone(),
+                        kube,
+                        shutdown,
+                    ))
+                },
+            ),
+            Some(false),
+        )
     }
 
     /// Adds a controller of the provider's own for the kind `K` (its
     /// ProviderConfig's, say), started by `start` when `K`'s CRD is
     /// established and stopped when it goes.
-    pub fn controller<K: kube::Resource<DynamicType = ()>>(mut self, start: Starter) -> Self {
+    pub fn controller<K: kube::Resource<DynamicType = ()>>(self, start: Starter) -> Self {
+        self.gated::<K>(start, None)
+    }
+
+    /// Adds `K`'s controller; `drains` is `None` for a kind that is not
+    /// sharded, else whether its moves wait for the old owner
+    /// ([`ShardedKind::drains`]).
+    fn gated<K: kube::Resource<DynamicType = ()>>(
+        mut self,
+        start: Starter,
+        drains: Option<bool>,
+    ) -> Self {
+        let kind = kind_label::<K>();
         self.kinds.push(Gated {
             crd_name: format!("{}.{}", K::plural(&()), K::group(&())),
             version: K::version(&()).into_owned(),
-            kind: kind_label::<K>(),
+            sharded: drains.map(|drains| ShardedKind {
+                resource: kube::api::ApiResource::erase::<K>(&()),
+                kind: kind.clone(),
+                drains,
+            }),
+            kind,
             start,
         });
         self
@@ -228,6 +263,12 @@ impl Provider {
             // change logs: `name:version`.
             let provider = format!("{name}:v{}", self.version);
             ctx.changelog = Some(ChangeLogger::start(socket, provider, &ctx.metrics));
+        }
+        if let Some(sharding) = self.sharding {
+            let shard = Arc::new(Shard::new(sharding));
+            ctx.shard = Some(shard.clone());
+            shared::run(Arc::new(ctx), kube, shard, self.kinds, ready, shutdown).await;
+            return Ok(());
         }
         let gate = Gate::new(Arc::new(ctx), kube.clone(), self.kinds, ready);
         let Some(election) = self.election else {

@@ -54,22 +54,20 @@ pub async fn run_query_controller<Q: QueryKind<C>, C: Connect>(
     .touched_objects();
     let controller = Arc::new(QueryController::<Q, C>::new(ctx, connect, owned));
     let resyncs = crate::controller::resyncs(controller.ctx.settings.sync_interval);
-    Controller::new(
-        Api::<Q>::all(kube),
-        watcher::Config::default().any_semantic(),
-    )
-    .owns_stream(owned_changes)
-    .reconcile_all_on(resyncs)
-    .graceful_shutdown_on(shutdown)
-    .run(
-        reconcile::reconcile::<Q, C>,
-        |_, never, _| match *never {},
-        controller,
-    )
-    .for_each(|result| async move {
-        if let Err(error) = result {
-            tracing::debug!(%error, "query controller event");
-        }
-    })
-    .await;
+    let queries = crate::controller::watch_config(controller.ctx.shard.as_deref());
+    Controller::new(Api::<Q>::all(kube), queries)
+        .owns_stream(owned_changes)
+        .reconcile_all_on(resyncs)
+        .graceful_shutdown_on(shutdown)
+        .run(
+            reconcile::reconcile::<Q, C>,
+            |_, never, _| match *never {},
+            controller,
+        )
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "query controller event");
+            }
+        })
+        .await;
 }

@@ -67,7 +67,7 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
         info!("creating external resource");
         let result = self
             .ctx
-            .call(&self.kind, "create", &session.pacing, || {
+            .mutate(&self.kind, "create", &session.pacing, self.mr.meta(), || {
                 self.mr
                     .for_provider()
                     .create(session, external_name, desired.clone(), &key)

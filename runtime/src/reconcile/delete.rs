@@ -29,7 +29,7 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
                 info!("deleting external resource");
                 let result = self
                     .ctx
-                    .call(&self.kind, "delete", &session.pacing, || {
+                    .mutate(&self.kind, "delete", &session.pacing, self.mr.meta(), || {
                         self.mr.for_provider().delete(&session, &name)
                     })
                     .await

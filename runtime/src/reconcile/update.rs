@@ -93,7 +93,7 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
         info!(fields = ?patch.keys().collect::<Vec<_>>(), "updating external resource");
         let result = self
             .ctx
-            .call(&self.kind, "update", &session.pacing, || {
+            .mutate(&self.kind, "update", &session.pacing, self.mr.meta(), || {
                 self.mr.for_provider().update(session, name, patch.clone())
             })
             .await

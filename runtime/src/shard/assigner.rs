@@ -1,0 +1,404 @@
+//! The assigner, run by the holder of the leader Lease: labels every new
+//! object with its owner, and on each membership change moves the objects
+//! whose owner changed, by a handover when the old owner is live and by a
+//! takeover (after revoking its Lease) when it is not.
+//!
+//! It keeps no cache of the objects: new ones come from a watch of the
+//! unlabelled objects only (each leaves it once labelled), and a
+//! membership change pages through every object's metadata once. Its
+//! writes are merge patches guarded by the resourceVersion it read, so a
+//! write based on a stale copy is refused (409) and the next pass looks
+//! again.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::{ApiResource, DynamicObject, ListParams, ObjectMeta, PartialObjectMeta};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, ResourceExt};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tracing::{debug, info, warn};
+
+use super::membership::{Members, revoke};
+use super::{Shard, object_key, owner};
+use crate::cluster::ObjectKey;
+use crate::context::Context;
+
+/// A kind whose objects are assigned.
+#[derive(Clone, Debug)]
+pub(crate) struct ShardedKind {
+    pub resource: ApiResource,
+    /// For metrics and logs.
+    pub kind: String,
+    /// Whether a move waits for the old owner to let go: managed kinds,
+    /// whose reconciles call the cloud. A query's reconcile only lists and
+    /// writes Kubernetes objects idempotently, so it moves at once.
+    pub drains: bool,
+}
+
+/// What the assigner does to one object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Move {
+    /// Label it with this owner (new, or its owner is gone).
+    Assign(String),
+    /// Ask its live owner to hand it to this one.
+    Drain(String),
+    /// Withdraw a handover no longer wanted.
+    Undrain,
+}
+
+/// The move for an object labelled `current` with handover `next`, whose
+/// owner by the hash is `desired`, given the `live` members and whether a
+/// Lease still names an identity (`held`: its objects wait for the
+/// revocation).
+pub(crate) fn decide(
+    current: Option<&str>,
+    next: Option<&str>,
+    desired: &str,
+    live: &[String],
+    held: impl Fn(&str) -> bool,
+    drains: bool,
+) -> Option<Move> {
+    match current {
+        Some(owner) if owner == desired => next.map(|_| Move::Undrain),
+        None => Some(Move::Assign(desired.to_owned())),
+        Some(owner) if live.iter().any(|m| m == owner) => {
+            if !drains {
+                Some(Move::Assign(desired.to_owned()))
+            } else if next == Some(desired) {
+                None
+            } else {
+                Some(Move::Drain(desired.to_owned()))
+            }
+        }
+        Some(owner) if held(owner) => None,
+        Some(_) => Some(Move::Assign(desired.to_owned())),
+    }
+}
+
+/// Objects patched at once by a pass.
+const CONCURRENT_WRITES: usize = 32;
+/// Objects per page of a pass's listing.
+const PAGE: u32 = 500;
+/// A pass waits this long after a membership change for the next one (a
+/// rolling restart changes it several times in a row).
+const SETTLE: Duration = Duration::from_secs(1);
+/// A pass runs at least this often, in case an event was missed.
+const FULL_PASS_EVERY: Duration = Duration::from_secs(300);
+
+/// Runs the assigner until `stop` turns true.
+pub(crate) async fn run(
+    ctx: Arc<Context>,
+    kube: kube::Client,
+    shard: Arc<Shard>,
+    members: Arc<Members>,
+    kinds: Vec<ShardedKind>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let assigner = Arc::new(Assigner {
+        ctx,
+        kube: kube.clone(),
+        leases: Api::namespaced(kube, shard.config.namespace()),
+        shard,
+        members,
+        stopped_at: std::sync::Mutex::new(HashMap::new()),
+    });
+    info!(
+        kinds = kinds.len(),
+        "assigning objects to the shard members"
+    );
+    let new_objects = futures::future::join_all(
+        kinds
+            .iter()
+            .cloned()
+            .map(|kind| assigner.clone().assign_new(kind)),
+    );
+    let passes = assigner.clone().passes(kinds);
+    tokio::select! {
+        _ = stop.wait_for(|stop| *stop) => {}
+        _ = new_objects => {}
+        () = passes => {}
+    }
+    info!("stopped assigning");
+}
+
+struct Assigner {
+    ctx: Arc<Context>,
+    kube: kube::Client,
+    leases: Api<Lease>,
+    shard: Arc<Shard>,
+    members: Arc<Members>,
+    /// When each revoked member stopped mutating, by its own clock: the
+    /// start of its objects' time without an owner.
+    stopped_at: std::sync::Mutex<HashMap<String, jiff::Timestamp>>,
+}
+
+impl Assigner {
+    fn live(&self) -> Vec<String> {
+        self.members.live.borrow().clone()
+    }
+
+    /// Labels each object that appears without the label.
+    async fn assign_new(self: Arc<Self>, kind: ShardedKind) {
+        let api: Api<PartialObjectMeta<DynamicObject>> =
+            Api::all_with(self.kube.clone(), &kind.resource);
+        let selector = format!("!{}", self.shard.label);
+        let objects = watcher(api, watcher::Config::default().labels(&selector))
+            .default_backoff()
+            .applied_objects();
+        objects
+            .filter_map(|object| async move {
+                object
+                    .inspect_err(|error| debug!(%error, "watch of unassigned objects"))
+                    .ok()
+            })
+            .for_each_concurrent(CONCURRENT_WRITES, |object| {
+                let this = self.clone();
+                let kind = kind.clone();
+                async move {
+                    let live = this.live();
+                    this.place(&kind, &object, &live).await;
+                }
+            })
+            .await;
+    }
+
+    /// A pass over every object at the start, after each membership
+    /// change and every [`FULL_PASS_EVERY`].
+    async fn passes(self: Arc<Self>, kinds: Vec<ShardedKind>) {
+        let mut changes = self.members.live.subscribe();
+        loop {
+            self.revoke_silent().await;
+            let live = self.live();
+            if !live.is_empty() {
+                for kind in &kinds {
+                    if let Err(error) = self.pass(kind, &live).await {
+                        debug!(%error, kind = %kind.kind, "cannot list for assignment; next pass retries");
+                    }
+                }
+            }
+            tokio::select! {
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(SETTLE).await;
+                    changes.mark_unchanged();
+                }
+                () = tokio::time::sleep(FULL_PASS_EVERY) => {}
+            }
+        }
+    }
+
+    /// Revokes every Lease silent for its whole duration, at the version
+    /// seen: one renewed meanwhile stays.
+    async fn revoke_silent(&self) {
+        let silent = self
+            .members
+            .view
+            .lock()
+            .expect("member view lock")
+            .silent(Instant::now());
+        for lease in silent {
+            match revoke(&self.leases, &lease).await {
+                Ok(true) => {
+                    info!(member = %lease.holder, lease = %lease.lease, "revoked a silent member's Lease; taking its objects");
+                    self.members
+                        .view
+                        .lock()
+                        .expect("member view lock")
+                        .gone(&lease.lease);
+                    let stopped = lease.renewed.map_or_else(jiff::Timestamp::now, |at| {
+                        at + jiff::SignedDuration::try_from(self.shard.timing().renew_deadline)
+                            .unwrap_or_default()
+                    });
+                    self.stopped_at
+                        .lock()
+                        .expect("stopped lock")
+                        .insert(lease.holder.clone(), stopped);
+                }
+                Ok(false) => debug!(member = %lease.holder, "a silent member renewed; kept"),
+                Err(error) => {
+                    warn!(%error, member = %lease.holder, "cannot revoke a silent member's Lease")
+                }
+            }
+        }
+    }
+
+    async fn pass(&self, kind: &ShardedKind, live: &[String]) -> Result<(), kube::Error> {
+        let api: Api<DynamicObject> = Api::all_with(self.kube.clone(), &kind.resource);
+        let mut params = ListParams::default().limit(PAGE);
+        loop {
+            let page = api.list_metadata(&params).await?;
+            futures::stream::iter(page.items.iter())
+                .for_each_concurrent(CONCURRENT_WRITES, |object| self.place(kind, object, live))
+                .await;
+            match page.metadata.continue_ {
+                Some(token) if !token.is_empty() => params = params.continue_token(&token),
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// Makes the move `object` needs, if any.
+    async fn place(
+        &self,
+        kind: &ShardedKind,
+        object: &PartialObjectMeta<DynamicObject>,
+        live: &[String],
+    ) {
+        let meta = &object.metadata;
+        let name = object.name_any();
+        let key = object_key(
+            &kind.resource.group,
+            &kind.resource.kind,
+            meta.namespace.as_deref(),
+            &name,
+        );
+        let Some(desired) = owner(&key, live) else {
+            return;
+        };
+        let current = entry(meta.labels.as_ref(), &self.shard.label);
+        let next = entry(meta.annotations.as_ref(), &self.shard.next);
+        let held = |identity: &str| {
+            self.members
+                .view
+                .lock()
+                .expect("member view lock")
+                .holds(identity)
+        };
+        let Some(step) = decide(current, next, desired, live, held, kind.drains) else {
+            return;
+        };
+        let (patch, how) = match &step {
+            Move::Assign(to) => {
+                let how = if current.is_some() {
+                    "takeover"
+                } else {
+                    "assign"
+                };
+                let moved_at = self.unowned_since(current, meta);
+                (
+                    json!({"metadata": {
+                        "labels": {&self.shard.label: to},
+                        "annotations": {&self.shard.next: Value::Null, &self.shard.moved_at: moved_at},
+                    }}),
+                    how,
+                )
+            }
+            Move::Drain(to) => (
+                json!({"metadata": {"annotations": {&self.shard.next: to}}}),
+                "drain",
+            ),
+            Move::Undrain => (
+                json!({"metadata": {"annotations": {&self.shard.next: Value::Null}}}),
+                "undrain",
+            ),
+        };
+        let mut patch = patch;
+        patch["metadata"]["resourceVersion"] = json!(meta.resource_version);
+        let at = ObjectKey::new(&kind.resource, meta.namespace.as_deref(), &name);
+        match self.ctx.cluster.merge_patch(&at, patch).await {
+            Ok(_) => {
+                debug!(kind = %kind.kind, name, ?step, "shard move");
+                self.ctx.metrics.shard.moved(&kind.kind, how);
+            }
+            // Moved on since it was read: the next pass, or the watch of
+            // new objects, sees the newer copy.
+            Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => {}
+            Err(error) => {
+                warn!(%error, kind = %kind.kind, name, "cannot assign an object; the next pass retries")
+            }
+        }
+    }
+
+    /// When the object was last owned: a revoked member's last moment, or
+    /// the object's creation for a new one.
+    fn unowned_since(&self, current: Option<&str>, meta: &ObjectMeta) -> String {
+        let since = match current {
+            None => meta.creation_timestamp.as_ref().map(|t| t.0),
+            Some(owner) => self
+                .stopped_at
+                .lock()
+                .expect("stopped lock")
+                .get(owner)
+                .copied(),
+        };
+        since.unwrap_or_else(jiff::Timestamp::now).to_string()
+    }
+}
+
+/// The value of `key` in a label or annotation map.
+fn entry<'a>(
+    map: Option<&'a std::collections::BTreeMap<String, String>>,
+    key: &str,
+) -> Option<&'a str> {
+    map.and_then(|m| m.get(key)).map(String::as_str)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn live() -> Vec<String> {
+        vec!["a".into(), "b".into()]
+    }
+
+    #[test]
+    fn a_new_object_is_assigned() {
+        assert_eq!(
+            decide(None, None, "a", &live(), |_| false, true),
+            Some(Move::Assign("a".into()))
+        );
+    }
+
+    #[test]
+    fn an_object_in_place_stays_and_a_stale_handover_is_withdrawn() {
+        assert_eq!(decide(Some("a"), None, "a", &live(), |_| false, true), None);
+        assert_eq!(
+            decide(Some("a"), Some("b"), "a", &live(), |_| false, true),
+            Some(Move::Undrain)
+        );
+    }
+
+    #[test]
+    fn a_live_owner_is_asked_to_hand_over_once() {
+        assert_eq!(
+            decide(Some("b"), None, "a", &live(), |_| true, true),
+            Some(Move::Drain("a".into()))
+        );
+        assert_eq!(
+            decide(Some("b"), Some("a"), "a", &live(), |_| true, true),
+            None
+        );
+        // A handover to someone else is redirected.
+        assert_eq!(
+            decide(Some("b"), Some("c"), "a", &live(), |_| true, true),
+            Some(Move::Drain("a".into()))
+        );
+    }
+
+    #[test]
+    fn a_kind_that_does_not_drain_moves_at_once() {
+        assert_eq!(
+            decide(Some("b"), None, "a", &live(), |_| true, false),
+            Some(Move::Assign("a".into()))
+        );
+    }
+
+    #[test]
+    fn a_dead_owners_objects_wait_for_its_lease_to_be_revoked() {
+        assert_eq!(
+            decide(Some("c"), None, "a", &live(), |who| who == "c", true),
+            None
+        );
+        assert_eq!(
+            decide(Some("c"), None, "a", &live(), |_| false, true),
+            Some(Move::Assign("a".into()))
+        );
+    }
+}
