@@ -169,6 +169,16 @@ impl ProviderProcess {
         usage_of(self.pid())
     }
 
+    /// Sends `signal` to the process: SIGKILL to kill it where it stands,
+    /// SIGSTOP and SIGCONT to freeze and resume it.
+    pub fn signal(&self, signal: Signal) -> Result<(), ProviderProcessError> {
+        let pid = Pid::from_raw(self.pid() as i32).ok_or_else(|| {
+            ProviderProcessError::io("a provider pid", std::io::Error::other("pid 0"))
+        })?;
+        kill_process(pid, signal)
+            .map_err(|e| ProviderProcessError::io("signalling the provider", e.into()))
+    }
+
     /// SIGTERM, then up to [`STOP_GRACE`] for a graceful exit; the process
     /// group is killed in any case when the handle drops.
     pub async fn stop(mut self) {

@@ -4,7 +4,7 @@
 //! (connection Secret) lifecycles of the legacy kinds, a namespaced VPC on a
 //! ClusterProviderConfig and a namespaced DatabaseInstance on its
 //! namespace's ProviderConfig, a VPCQuery that creates an observe-only VPC,
-//! with leader election on. Every request it
+//! with sharding on (leader election included). Every request it
 //! sends is recorded. A missing permission fails the lifecycle (or shows as
 //! a request outside the role, for calls whose failure is only logged, such
 //! as events); a permission no request used fails the exactness check.
@@ -306,7 +306,10 @@ async fn lifecycle_under(role: &ClusterRole) -> anyhow::Result<(World, BTreeSet<
         "--health-addr=127.0.0.1:0",
         "--poll-interval=30s",
         "--pending-poll-interval=250ms",
-        "--leader-election=true",
+        // Sharding uses every permission leader election does, and the
+        // membership Leases' besides, so one run checks both.
+        "--sharding=true",
+        "--identity=rbac-test",
         &format!("--leader-election-namespace={NAMESPACE}"),
     ])?;
     let shutdown = CancellationToken::new();
@@ -617,11 +620,12 @@ async fn the_provider_runs_on_its_cluster_role_alone() -> anyhow::Result<()> {
             "{group} {status}"
         );
     }
-    // And every query kind, watched, with its status written.
+    // And every query kind, watched, labelled with its replica under
+    // --sharding, with its status written.
     for (group, plural) in query_resources() {
         assert_eq!(
             verbs_of(&group, &plural),
-            ["list", "watch"].into(),
+            ["list", "watch", "patch"].into(),
             "{plural}"
         );
         let status = format!("{plural}/status");

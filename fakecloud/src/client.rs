@@ -796,6 +796,7 @@ impl AdminClient {
         push("method", filter.method.clone());
         push("pathPrefix", filter.path_prefix.clone());
         push("mutating", filter.mutating.map(|m| m.to_string()));
+        push("userAgent", filter.user_agent.clone());
         push("afterSeq", filter.after_seq.map(|s| s.to_string()));
         self.transport
             .json(Call::new(Method::GET, "/admin/audit".into()).query(query))

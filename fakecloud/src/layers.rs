@@ -8,7 +8,7 @@ use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::audit::Entry;
+use crate::audit::{self, Entry};
 use crate::clock::now_ms;
 use crate::error::ApiError;
 use crate::metrics::{RequestLabels, RouteLabels};
@@ -131,6 +131,11 @@ pub async fn observe(State(state): State<SharedState>, request: Request, next: N
     let started = Instant::now();
     let method = request.method().as_str().to_string();
     let path = request.uri().path().to_string();
+    let audited = !UNAUDITED.contains(&path.as_str());
+    // Read before the call: the handler takes the request, headers and all.
+    let user_agent = audited
+        .then(|| audit::user_agent(request.headers()))
+        .flatten();
     let route = request
         .extensions()
         .get::<MatchedPath>()
@@ -155,7 +160,7 @@ pub async fn observe(State(state): State<SharedState>, request: Request, next: N
             status,
         })
         .inc();
-    if !UNAUDITED.contains(&path.as_str()) {
+    if audited {
         let info = response
             .extensions()
             .get::<CallInfo>()
@@ -172,6 +177,7 @@ pub async fn observe(State(state): State<SharedState>, request: Request, next: N
             path,
             status,
             request_id: request_id::current(),
+            user_agent,
         });
     }
     response

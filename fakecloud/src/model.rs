@@ -735,6 +735,15 @@ pub struct AuditEntry {
     pub path: String,
     pub status: u16,
     pub request_id: String,
+    /// The caller's `User-Agent` header, so the audit tells which client
+    /// (which provider replica: it sends `fakecloud-provider/<version>
+    /// (<identity>)`) made each call. At most 256 bytes: a longer one is
+    /// cut on a character boundary, bytes that are not UTF-8 replaced.
+    /// Absent when the call sent none, and on calls recorded before
+    /// fakecloud kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "server", schema(max_length = 256))]
+    pub user_agent: Option<String>,
 }
 
 /// Filters for `GET /admin/audit`; all optional, combined with AND.
@@ -754,6 +763,10 @@ pub struct AuditQuery {
     /// Only calls that are not GET/HEAD.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mutating: Option<bool>,
+    /// Only calls whose `userAgent` is exactly this (as stored: cut to 256
+    /// bytes), e.g. one provider replica's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_agent: Option<String>,
     /// Only entries with a larger `seq`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_seq: Option<i64>,

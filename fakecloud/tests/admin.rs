@@ -210,6 +210,103 @@ async fn audit_records_every_call_with_account_actor_and_request_id() {
     assert!(after_reset.is_empty());
 }
 
+/// Who called: each call's `User-Agent` is in the audit (refused calls'
+/// too), a call without one has none, and `userAgent` picks one client's.
+#[tokio::test]
+async fn audit_records_each_calls_user_agent_and_filters_by_it() {
+    let cloud = Cloud::start().await;
+    let vpcs = cloud.url("/v1/regions/us-east-1/vpcs");
+    let long = format!("{}{}", "x".repeat(255), "é".repeat(100));
+    for (agent, key) in [
+        (Some("replica-a"), Some(KEY_A)),
+        (Some("replica-b"), Some(KEY_A)),
+        (Some("replica-a"), Some(KEY_B)),
+        (None, Some(KEY_A)),
+        (Some(long.as_str()), Some(KEY_A)),
+        (Some("replica-b"), None),
+    ] {
+        let mut request = cloud.http.get(&vpcs);
+        if let Some(agent) = agent {
+            request = request.header(reqwest::header::USER_AGENT, agent);
+        }
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        let status = request.send().await.unwrap().status();
+        assert_eq!(status, if key.is_some() { 200 } else { 401 });
+    }
+    // The cut is on a character boundary: 255 x, and no half of an é.
+    let cut = "x".repeat(255);
+    let all = cloud.admin.audit(&AuditQuery::default()).await.unwrap();
+    let agents: Vec<_> = all.iter().map(|e| e.user_agent.as_deref()).collect();
+    assert_eq!(
+        agents,
+        [
+            Some("replica-a"),
+            Some("replica-b"),
+            Some("replica-a"),
+            None,
+            Some(cut.as_str()),
+            Some("replica-b"),
+        ]
+    );
+
+    let of = |agent: &str| AuditQuery {
+        user_agent: Some(agent.into()),
+        ..Default::default()
+    };
+    let replica_a = cloud.admin.audit(&of("replica-a")).await.unwrap();
+    let accounts: Vec<_> = replica_a.iter().map(|e| e.account.as_deref()).collect();
+    assert_eq!(accounts, [Some(ACCOUNT_A), Some(ACCOUNT_B)]);
+    let replica_b = cloud.admin.audit(&of("replica-b")).await.unwrap();
+    let actors: Vec<_> = replica_b.iter().map(|e| e.actor).collect();
+    assert_eq!(actors, [Actor::Api, Actor::Anonymous]);
+    // Exact, not a prefix; and as stored, so the long one matches cut.
+    assert!(cloud.admin.audit(&of("replica")).await.unwrap().is_empty());
+    assert!(cloud.admin.audit(&of(&long)).await.unwrap().is_empty());
+    assert_eq!(cloud.admin.audit(&of(&cut)).await.unwrap().len(), 1);
+    // Combined with the other filters (AND).
+    let b_of_a = cloud
+        .admin
+        .audit(&AuditQuery {
+            account: Some(ACCOUNT_B.into()),
+            ..of("replica-a")
+        })
+        .await
+        .unwrap();
+    assert_eq!(b_of_a.len(), 1);
+
+    // On the wire: `userAgent`, and no key at all for a call without one.
+    let wire: serde_json::Value = cloud
+        .http
+        .get(cloud.url("/admin/audit?userAgent=replica-b&actor=anonymous"))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(wire.as_array().unwrap().len(), 1, "{wire}");
+    assert_eq!(wire[0]["userAgent"], "replica-b", "{wire}");
+    let wire: serde_json::Value = cloud
+        .http
+        .get(cloud.url("/admin/audit?account=acct-a"))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let without = &wire[2];
+    assert_eq!(without["status"], 200, "{wire}");
+    assert!(
+        without.as_object().unwrap().get("userAgent").is_none(),
+        "{without}"
+    );
+}
+
 #[tokio::test]
 async fn timing_is_configurable_per_kind() {
     let cloud = Cloud::start_with_delay(Duration::from_secs(60)).await;

@@ -122,6 +122,28 @@ async fn schemas_state_the_rules_the_server_checks() {
     );
 }
 
+/// The audit's "who called": `userAgent` on each entry (optional, capped
+/// as the server caps it) and as a query parameter of `GET /admin/audit`.
+#[tokio::test]
+async fn the_audit_documents_each_calls_user_agent() {
+    let cloud = Cloud::start().await;
+    let doc = document(&cloud).await;
+    let entry = &doc["components"]["schemas"]["AuditEntry"];
+    let agent = &entry["properties"]["userAgent"];
+    assert_eq!(agent["maxLength"], 256, "{entry}");
+    let required = entry["required"].as_array().unwrap();
+    assert!(!required.contains(&json!("userAgent")), "{entry}");
+    let parameters = doc["paths"]["/admin/audit"]["get"]["parameters"]
+        .as_array()
+        .unwrap();
+    let filter = parameters
+        .iter()
+        .find(|p| p["name"] == "userAgent")
+        .unwrap_or_else(|| panic!("no userAgent parameter: {parameters:?}"));
+    assert_eq!(filter["in"], "query", "{filter}");
+    assert_ne!(filter["required"], true, "{filter}");
+}
+
 #[tokio::test]
 async fn fault_rules_come_back_as_documented() {
     let cloud = Cloud::start().await;

@@ -24,9 +24,14 @@ const IDEMPOTENT_PARAMETER_MISMATCH: &str = "IdempotentParameterMismatch";
 /// runtime's pacing, which pauses every caller of that account and sends
 /// the call again once ([`runtime::pacing`]). A client that retried by
 /// itself would keep calling a throttled account while the others wait.
+///
+/// Every call carries a `User-Agent` ([`FakecloudConnect::with_user_agent`])
+/// that fakecloud keeps in its audit: with several replicas sharing the
+/// work, it is how the audit tells which replica made each call.
 pub struct FakecloudConnect {
     clients: Mutex<HashMap<(String, String), Client>>,
     timeout: Duration,
+    user_agent: String,
 }
 
 impl Default for FakecloudConnect {
@@ -37,12 +42,47 @@ impl Default for FakecloudConnect {
 }
 
 impl FakecloudConnect {
-    /// Clients whose calls time out after `timeout`.
+    /// Clients whose calls time out after `timeout` and send the
+    /// anonymous [`FakecloudConnect::default_user_agent`].
     pub fn new(timeout: Duration) -> Self {
         Self {
             clients: Mutex::default(),
             timeout,
+            user_agent: Self::default_user_agent(),
         }
+    }
+
+    /// The `User-Agent` every call sends. The provider sends
+    /// `fakecloud-provider/<version> (<identity>)`
+    /// ([`FakecloudConnect::replica_user_agent`]) so fakecloud's audit
+    /// (`userAgent`, filterable with `GET /admin/audit?userAgent=`) shows
+    /// which replica made each call.
+    ///
+    /// Characters a header cannot carry (control characters) become `?`,
+    /// so any identity gives a usable client rather than every connect
+    /// failing on it. Set it before the first `connect`: clients already
+    /// made keep the agent they were made with.
+    pub fn with_user_agent(mut self, user_agent: impl Into<String>) -> Self {
+        self.user_agent = user_agent
+            .into()
+            .chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect();
+        self
+    }
+
+    /// `fakecloud-provider/<version>`: what calls send unless told more.
+    /// Chosen over reqwest's default (no `User-Agent` at all) so that even
+    /// a provider that was not given its identity is told apart in the
+    /// audit from tests, scripts and the console.
+    pub fn default_user_agent() -> String {
+        format!("fakecloud-provider/{}", env!("CARGO_PKG_VERSION"))
+    }
+
+    /// `fakecloud-provider/<version> (<identity>)`: the agent of the
+    /// replica known as `identity` (its pod, its lease holder name).
+    pub fn replica_user_agent(identity: &str) -> String {
+        format!("{} ({identity})", Self::default_user_agent())
     }
 }
 
@@ -62,6 +102,7 @@ impl Connect for FakecloudConnect {
         }
         let http = reqwest::Client::builder()
             .timeout(self.timeout)
+            .user_agent(&self.user_agent)
             .build()
             .map_err(|e| UnusableConfig(format!("cannot build an HTTP client: {e}")))?;
         let client = Client::new(endpoint, api_key.clone())
@@ -119,5 +160,72 @@ impl CloudError for CloudFailure {
         } else {
             CreateFailure::of_status(self.0.status())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crossplane_types::ProviderConfigKind;
+    use fakecloud::client::{AdminClient, ListOptions};
+    use fakecloud::model::AuditQuery;
+    use fakecloud::{ApiKey, Config, IN_MEMORY};
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_replicas_agent_names_the_provider_its_version_and_the_replica() {
+        assert_eq!(
+            FakecloudConnect::replica_user_agent("provider-7f9c-x2"),
+            format!(
+                "fakecloud-provider/{} (provider-7f9c-x2)",
+                env!("CARGO_PKG_VERSION")
+            )
+        );
+    }
+
+    /// What fakecloud's audit shows: each replica's own agent, the plain
+    /// default for a provider not told its identity, and a control
+    /// character in an identity costs the agent one `?`, not the client.
+    #[tokio::test]
+    async fn fakeclouds_audit_shows_which_connect_made_each_call() {
+        let mut config = Config::new(IN_MEMORY);
+        config.admin_token = Some("admin".into());
+        config.api_keys = vec![ApiKey::new("key", "acct")];
+        let server = fakecloud::spawn(config).await.unwrap();
+        let spec = json!({ "endpoint": server.base_url() });
+        let key = ProviderConfigKey {
+            kind: ProviderConfigKind::Legacy,
+            namespace: None,
+            name: "default".into(),
+        };
+        let connects = [
+            FakecloudConnect::default()
+                .with_user_agent(FakecloudConnect::replica_user_agent("replica-0")),
+            FakecloudConnect::default()
+                .with_user_agent(FakecloudConnect::replica_user_agent("replica-1")),
+            FakecloudConnect::default(),
+            FakecloudConnect::default().with_user_agent("line\nbreak"),
+        ];
+        for connect in &connects {
+            let client = connect.connect(&key, &spec, "key".into()).unwrap();
+            client
+                .list_vpcs("us-east-1", &ListOptions::default())
+                .await
+                .unwrap();
+        }
+        let admin = AdminClient::new(server.base_url(), "admin");
+        let audit = admin.audit(&AuditQuery::default()).await.unwrap();
+        let agents: Vec<_> = audit.iter().map(|e| e.user_agent.clone()).collect();
+        assert_eq!(
+            agents,
+            [
+                Some(FakecloudConnect::replica_user_agent("replica-0")),
+                Some(FakecloudConnect::replica_user_agent("replica-1")),
+                Some(FakecloudConnect::default_user_agent()),
+                Some("line?break".to_owned()),
+            ]
+        );
+        server.shutdown().await.unwrap();
     }
 }

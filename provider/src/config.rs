@@ -98,6 +98,35 @@ pub struct Config {
     #[arg(long, env = "PROVIDER_LEADER_ELECTION", default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub leader_election: bool,
 
+    /// Share the work between replicas (see the README's "Replicas share
+    /// the work"): each replica holds a Lease of its own and reconciles only
+    /// the managed and query resources labelled
+    /// `fakecloud.crossplane.io/shard=<its identity>`; the holder of the
+    /// leader Lease assigns them and runs the ProviderConfig controllers.
+    /// Off, the provider runs as before (`--leader-election` included).
+    #[arg(long, env = "PROVIDER_SHARDING", default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub sharding: bool,
+
+    /// This replica's identity among the replicas (`--sharding`), unique
+    /// among them: a label value and part of a Lease's name. Default: the
+    /// pod's name (`POD_NAME`), else the host name.
+    #[arg(long, env = "PROVIDER_IDENTITY")]
+    pub identity: Option<String>,
+
+    /// How long after a replica's last renewal the others may take its
+    /// objects (`--sharding`; client-go's lease duration).
+    #[arg(long, env = "PROVIDER_LEASE_DURATION", default_value = "15s", value_parser = humantime::parse_duration)]
+    pub lease_duration: Duration,
+
+    /// How long after its last renewal a replica that cannot renew stops
+    /// every cloud mutation (`--sharding`; below `--lease-duration`).
+    #[arg(long, env = "PROVIDER_RENEW_DEADLINE", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub renew_deadline: Duration,
+
+    /// How often a replica renews its Lease (`--sharding`).
+    #[arg(long, env = "PROVIDER_RETRY_PERIOD", default_value = "2s", value_parser = humantime::parse_duration)]
+    pub retry_period: Duration,
+
     /// Namespace of the leader-election Lease. Default: the pod's own
     /// namespace (`POD_NAMESPACE`, which Crossplane sets on a provider's
     /// pod), else `crossplane-system`.
@@ -145,6 +174,18 @@ pub struct Config {
 pub const DEFAULT_LEASE_NAMESPACE: &str = "crossplane-system";
 
 impl Config {
+    /// This replica's identity: `--identity`, else `pod_name`, else
+    /// `hostname` in lower case (a container's host name is its id).
+    pub fn replica_identity(&self, pod_name: Option<String>, hostname: Option<String>) -> String {
+        self.identity
+            .clone()
+            .or(pod_name.filter(|n| !n.is_empty()))
+            .or(hostname
+                .map(|h| h.trim().to_lowercase())
+                .filter(|h| !h.is_empty()))
+            .unwrap_or_else(|| format!("provider-{}", std::process::id()))
+    }
+
     /// The leader-election Lease's namespace: the flag, else
     /// `pod_namespace` (the `POD_NAMESPACE` variable, so a provider that
     /// Crossplane installs in any namespace elects there, where its RBAC
@@ -173,7 +214,10 @@ mod tests {
         assert_eq!(config.cloud_max_in_flight, 64);
         assert_eq!(config.cloud_timeout, Duration::from_secs(30));
         assert!(config.enable_management_policies);
-        assert!(!config.leader_election);
+        assert!(!config.leader_election && !config.sharding);
+        assert_eq!(config.lease_duration, Duration::from_secs(15));
+        assert_eq!(config.renew_deadline, Duration::from_secs(10));
+        assert_eq!(config.retry_period, Duration::from_secs(2));
         assert!(!config.debug && !config.no_external_tags);
         assert_eq!(config.sync_interval, Duration::from_secs(3_600));
         assert_eq!(config.poll_jitter, None);
@@ -317,6 +361,25 @@ mod tests {
         assert_eq!(
             flagged.lease_namespace(Some("upbound-system".into())),
             "ops"
+        );
+    }
+
+    #[test]
+    fn the_identity_is_the_flag_else_the_pods_name_else_the_host_name() {
+        let default = Config::try_parse_from(["provider"]).unwrap();
+        let host = Some("A1B2c3\n".to_owned());
+        assert_eq!(
+            default.replica_identity(Some("pod-0".into()), host.clone()),
+            "pod-0"
+        );
+        assert_eq!(
+            default.replica_identity(Some(String::new()), host.clone()),
+            "a1b2c3"
+        );
+        let flagged = Config::try_parse_from(["provider", "--identity=replica-x"]).unwrap();
+        assert_eq!(
+            flagged.replica_identity(Some("pod-0".into()), host),
+            "replica-x"
         );
     }
 

@@ -26,8 +26,13 @@ pub const PROVIDER_NAME: &str = "provider-fakecloud";
 /// The field manager of every server-side apply the provider makes.
 pub const FIELD_MANAGER: &str = "fakecloud-provider";
 
-/// The leader-election Lease (`--leader-election`).
+/// The leader-election Lease (`--leader-election`), and with `--sharding`
+/// the prefix of each replica's membership Lease.
 pub const LEADER_LEASE: &str = "provider-fakecloud-leader";
+
+/// The domain of the sharding label (`fakecloud.crossplane.io/shard`) and
+/// annotations.
+pub const SHARD_DOMAIN: &str = "fakecloud.crossplane.io";
 
 use std::sync::Arc;
 
@@ -54,6 +59,8 @@ pub enum RunError {
     },
     #[error(transparent)]
     Leader(#[from] runtime::leader::LeaderError),
+    #[error(transparent)]
+    Sharding(#[from] runtime::shard::ShardError),
 }
 
 impl From<kube::Error> for RunError {
@@ -93,7 +100,15 @@ pub async fn run(
         ),
     );
 
-    let connect = Arc::new(cloud::FakecloudConnect::new(config.cloud_timeout));
+    let identity = config.replica_identity(
+        std::env::var("POD_NAME").ok(),
+        std::fs::read_to_string("/proc/sys/kernel/hostname").ok(),
+    );
+    // Which replica made each call, in fakecloud's audit.
+    let connect = Arc::new(
+        cloud::FakecloudConnect::new(config.cloud_timeout)
+            .with_user_agent(cloud::FakecloudConnect::replica_user_agent(&identity)),
+    );
     let mut provider = Provider::new(
         PROVIDER_NAME,
         env!("CARGO_PKG_VERSION"),
@@ -122,10 +137,26 @@ pub async fn run(
     if config.enable_changelogs {
         provider = provider.change_logs(&config.changelogs_socket_path);
     }
-    if config.leader_election {
-        let identity = std::env::var("POD_NAME")
-            .unwrap_or_else(|_| format!("provider-{}", std::process::id()));
-        let namespace = config.lease_namespace(std::env::var("POD_NAMESPACE").ok());
+    let namespace = config.lease_namespace(std::env::var("POD_NAMESPACE").ok());
+    if config.sharding {
+        let timing = runtime::shard::LeaseTiming {
+            lease_duration: config.lease_duration,
+            renew_deadline: config.renew_deadline,
+            retry_period: config.retry_period,
+        };
+        let sharding =
+            runtime::shard::Sharding::new(SHARD_DOMAIN, &namespace, LEADER_LEASE, &identity)
+                .and_then(|s| s.timing(timing));
+        let sharding = match sharding {
+            Ok(sharding) => sharding,
+            Err(error) => {
+                shutdown.cancel();
+                return Err(error.into());
+            }
+        };
+        info!(identity, "sharing the work with the other replicas");
+        provider = provider.sharding(sharding);
+    } else if config.leader_election {
         provider = provider.leader_election(&namespace, LEADER_LEASE, &identity);
     }
     let provider = queries::add(kinds::add(provider, &connect), &connect);

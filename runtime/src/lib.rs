@@ -80,12 +80,12 @@ mod plan;
 mod policy;
 mod provider;
 pub mod query;
-pub mod shard;
 mod rate_limit;
 mod reconcile;
 mod references;
 mod requests;
 mod session;
+pub mod shard;
 pub mod tags;
 #[cfg(feature = "testing")]
 pub mod testing;

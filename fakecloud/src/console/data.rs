@@ -254,9 +254,11 @@ pub struct Call {
     pub method: String,
     pub path: String,
     pub status: i64,
+    pub user_agent: Option<String>,
 }
 
-const CALL_COLUMNS: &str = "SELECT seq, time, account, actor, method, path, status FROM audit";
+const CALL_COLUMNS: &str =
+    "SELECT seq, time, account, actor, method, path, status, user_agent FROM audit";
 
 /// The `/v1` path of a resource: `/v1/regions/{region}/vpcs/{id}`, or
 /// `.../clusters/{cluster}/nodegroups/{name}` for a node group.

@@ -57,7 +57,7 @@ use crate::model::Actor;
 use crate::request_id;
 use crate::state::SharedState;
 use login::LoginGuard;
-use session::{IDLE, LIFETIME, Sessions};
+use session::{CurrentSession, IDLE, LIFETIME, Sessions};
 
 /// The console's state: the server's, plus its sessions and login guard.
 pub struct Console {
@@ -82,8 +82,16 @@ impl Console {
         !*self.closing.borrow() && self.sessions.alive(key)
     }
 
-    /// Audits a change the console made, as the API audits its calls.
-    fn audit(&self, actor: Actor, account: Option<String>, path: String, status: StatusCode) {
+    /// Audits a change the console made, as the API audits its calls:
+    /// `session` tells the browser's `User-Agent`.
+    fn audit(
+        &self,
+        session: &CurrentSession,
+        actor: Actor,
+        account: Option<String>,
+        path: String,
+        status: StatusCode,
+    ) {
         self.app.audit.record(Entry {
             time: now_ms(),
             account,
@@ -92,6 +100,7 @@ impl Console {
             path,
             status: status.as_u16(),
             request_id: request_id::current(),
+            user_agent: session.user_agent.clone(),
         });
     }
 }

@@ -51,6 +51,11 @@ pub struct CurrentSession {
     pub key: String,
     /// The token every state-changing form carries (`csrf`).
     pub csrf: String,
+    /// This request's `User-Agent` (as [`crate::audit::user_agent`] keeps
+    /// it), so the console's changes are audited with the browser that made
+    /// them, as API calls are with their client. Set by [`require`] on every
+    /// request, not kept with the session: a session may move browsers.
+    pub user_agent: Option<String>,
 }
 
 /// A one-time message shown on the next page (the outcome of a form).
@@ -113,6 +118,7 @@ impl Sessions {
         let session = CurrentSession {
             key: key_of(&id),
             csrf: random_hex(),
+            user_agent: None,
         };
         let now = Instant::now();
         let mut entries = self.lock();
@@ -151,6 +157,7 @@ impl Sessions {
         Some(CurrentSession {
             csrf: entry.csrf.clone(),
             key,
+            user_agent: None,
         })
     }
 
@@ -247,6 +254,10 @@ pub async fn require(
         }
     } else {
         request
+    };
+    let session = CurrentSession {
+        user_agent: crate::audit::user_agent(request.headers()),
+        ..session
     };
     request.extensions_mut().insert(session);
     next.run(request).await

@@ -5,7 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use reqwest::header::{ACCEPT, CONTENT_SECURITY_POLICY, COOKIE, LOCATION, ORIGIN, SET_COOKIE};
+use reqwest::header::{
+    ACCEPT, CONTENT_SECURITY_POLICY, COOKIE, LOCATION, ORIGIN, SET_COOKIE, USER_AGENT,
+};
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 
@@ -14,6 +16,8 @@ use crate::{ApiKey, Config, IN_MEMORY, RunningServer, spawn};
 const TOKEN: &str = "console-test-admin-token";
 const KEY: &str = "console-test-key";
 const ACCOUNT: &str = "team-a";
+/// The `User-Agent` every request of the test's browser sends.
+const BROWSER: &str = "console-test-browser/1.0";
 
 struct Site {
     server: RunningServer,
@@ -35,6 +39,7 @@ impl Site {
         let server = spawn(config).await.unwrap();
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
+            .user_agent(BROWSER)
             .build()
             .unwrap();
         Site { server, http }
@@ -310,6 +315,8 @@ async fn an_outside_actors_tag_change_is_made_audited_and_in_the_history() {
     assert_eq!(external[0]["path"], format!("{link}/tags"), "{external}");
     assert_eq!(external[0]["account"], ACCOUNT);
     assert_eq!(external[0]["status"], 200);
+    // Audited with the browser that made it, as an API call is with its client.
+    assert_eq!(external[0]["userAgent"], BROWSER, "{external}");
     let page = site.page(&login.cookie, &link).await;
     assert!(page.contains("Tag team=b set."), "{page}");
     assert!(page.contains("outside actor"), "{page}");
@@ -400,6 +407,56 @@ async fn the_audit_stream_sends_new_calls() {
         "{received}"
     );
     assert!(!received.contains(&id), "a create's path has no id yet");
+    assert!(
+        received.contains(&format!("\"user_agent\":\"{BROWSER}\"")),
+        "{received}"
+    );
+}
+
+#[tokio::test]
+async fn the_audit_shows_each_calls_user_agent_as_text() {
+    let site = Site::start().await;
+    let hostile = "<script>alert('agent')</script>";
+    let created = site
+        .http
+        .post(site.url("/v1/regions/us-east-1/vpcs"))
+        .bearer_auth(KEY)
+        .header(USER_AGENT, hostile)
+        .json(&json!({ "cidrBlock": "10.0.0.0/16" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let id = site.create_vpc(json!({})).await;
+    // A call on the VPC's own path, for its history.
+    let read = site
+        .http
+        .get(site.url(&format!("/v1/regions/us-east-1/vpcs/{id}")))
+        .bearer_auth(KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.status(), StatusCode::OK);
+    let login = site.login().await;
+    let audit = site.page(&login.cookie, "/console/audit").await;
+    assert!(audit.contains(">User agent</th>"), "{audit}");
+    let escaped = "&lt;script&gt;alert('agent')&lt;/script&gt;";
+    assert!(
+        audit.contains(&format!("<td class=\"agent\">{escaped}</td>")),
+        "{audit}"
+    );
+    assert!(!audit.contains(hostile), "{audit}");
+    assert!(
+        audit.contains(&format!("<td class=\"agent\">{BROWSER}</td>")),
+        "{audit}"
+    );
+    // A resource's history is the same table.
+    let list = site.page(&login.cookie, "/console/resources").await;
+    let resource = site.page(&login.cookie, &resource_link(&list, &id)).await;
+    assert!(
+        resource.contains(&format!("<td class=\"agent\">{BROWSER}</td>")),
+        "{resource}"
+    );
 }
 
 #[tokio::test]

@@ -67,11 +67,17 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
         info!("creating external resource");
         let result = self
             .ctx
-            .mutate(&self.kind, "create", &session.pacing, self.mr.meta(), || {
-                self.mr
-                    .for_provider()
-                    .create(session, external_name, desired.clone(), &key)
-            })
+            .mutate(
+                &self.kind,
+                "create",
+                &session.pacing,
+                self.mr.meta(),
+                || {
+                    self.mr
+                        .for_provider()
+                        .create(session, external_name, desired.clone(), &key)
+                },
+            )
             .await
             // Not sent: the create-pending mark stays, and the next
             // reconcile repeats the create under the same idempotency key.

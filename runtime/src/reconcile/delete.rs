@@ -29,9 +29,13 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
                 info!("deleting external resource");
                 let result = self
                     .ctx
-                    .mutate(&self.kind, "delete", &session.pacing, self.mr.meta(), || {
-                        self.mr.for_provider().delete(&session, &name)
-                    })
+                    .mutate(
+                        &self.kind,
+                        "delete",
+                        &session.pacing,
+                        self.mr.meta(),
+                        || self.mr.for_provider().delete(&session, &name),
+                    )
                     .await
                     .map_err(ReconcileError::Deferred)?;
                 self.change_log(OperationType::Delete, Some(&name), &result);

@@ -93,9 +93,13 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
         info!(fields = ?patch.keys().collect::<Vec<_>>(), "updating external resource");
         let result = self
             .ctx
-            .mutate(&self.kind, "update", &session.pacing, self.mr.meta(), || {
-                self.mr.for_provider().update(session, name, patch.clone())
-            })
+            .mutate(
+                &self.kind,
+                "update",
+                &session.pacing,
+                self.mr.meta(),
+                || self.mr.for_provider().update(session, name, patch.clone()),
+            )
             .await
             .map_err(ReconcileError::Deferred)?;
         self.change_log(OperationType::Update, Some(name), &result);

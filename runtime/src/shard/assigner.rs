@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -77,6 +78,29 @@ pub(crate) fn decide(
         }
         Some(owner) if held(owner) => None,
         Some(_) => Some(Move::Assign(desired.to_owned())),
+    }
+}
+
+/// What one object's placement came to.
+enum Placed {
+    Stays,
+    Moved,
+    /// Not moved: it changed since it was read, or the write failed.
+    Stale,
+}
+
+/// A pass's counts, added to by its concurrent placements.
+#[derive(Default)]
+struct Tally {
+    objects: AtomicUsize,
+    moved: AtomicUsize,
+    stale: AtomicUsize,
+}
+
+impl Tally {
+    fn counts(&self) -> (usize, usize, usize) {
+        let get = |n: &AtomicUsize| n.load(Ordering::Relaxed);
+        (get(&self.objects), get(&self.moved), get(&self.stale))
     }
 }
 
@@ -160,6 +184,8 @@ impl Assigner {
                 let this = self.clone();
                 let kind = kind.clone();
                 async move {
+                    // A refused one is unlabelled still: the watch shows
+                    // it again, or the next pass takes it.
                     let live = this.live();
                     this.place(&kind, &object, &live).await;
                 }
@@ -168,19 +194,29 @@ impl Assigner {
     }
 
     /// A pass over every object at the start, after each membership
-    /// change and every [`FULL_PASS_EVERY`].
+    /// change and every [`FULL_PASS_EVERY`]; again after [`SETTLE`] while
+    /// a pass left work undone (a move refused because the object changed
+    /// since it was listed, a kind that could not be listed): deferred,
+    /// never dropped.
     async fn passes(self: Arc<Self>, kinds: Vec<ShardedKind>) {
         let mut changes = self.members.live.subscribe();
         loop {
             self.revoke_silent().await;
             let live = self.live();
+            let mut undone = false;
             if !live.is_empty() {
+                let tally = Tally::default();
                 for kind in &kinds {
-                    if let Err(error) = self.pass(kind, &live).await {
-                        debug!(%error, kind = %kind.kind, "cannot list for assignment; next pass retries");
+                    if let Err(error) = self.pass(kind, &live, &tally).await {
+                        debug!(%error, kind = %kind.kind, "cannot list for assignment; retrying");
+                        tally.stale.fetch_add(1, Ordering::Relaxed);
                     }
                 }
+                let (objects, moved, stale) = tally.counts();
+                info!(members = ?live, objects, moved, stale, "assignment pass");
+                undone = stale > 0;
             }
+            let next_pass = if undone { SETTLE } else { FULL_PASS_EVERY };
             tokio::select! {
                 changed = changes.changed() => {
                     if changed.is_err() {
@@ -189,7 +225,7 @@ impl Assigner {
                     tokio::time::sleep(SETTLE).await;
                     changes.mark_unchanged();
                 }
-                () = tokio::time::sleep(FULL_PASS_EVERY) => {}
+                () = tokio::time::sleep(next_pass) => {}
             }
         }
     }
@@ -229,13 +265,27 @@ impl Assigner {
         }
     }
 
-    async fn pass(&self, kind: &ShardedKind, live: &[String]) -> Result<(), kube::Error> {
+    /// One kind's objects, page by page, counted into `tally`.
+    async fn pass(
+        &self,
+        kind: &ShardedKind,
+        live: &[String],
+        tally: &Tally,
+    ) -> Result<(), kube::Error> {
         let api: Api<DynamicObject> = Api::all_with(self.kube.clone(), &kind.resource);
         let mut params = ListParams::default().limit(PAGE);
         loop {
             let page = api.list_metadata(&params).await?;
+            tally.objects.fetch_add(page.items.len(), Ordering::Relaxed);
             futures::stream::iter(page.items.iter())
-                .for_each_concurrent(CONCURRENT_WRITES, |object| self.place(kind, object, live))
+                .for_each_concurrent(CONCURRENT_WRITES, |object| async {
+                    let counter = match self.place(kind, object, live).await {
+                        Placed::Stays => return,
+                        Placed::Moved => &tally.moved,
+                        Placed::Stale => &tally.stale,
+                    };
+                    counter.fetch_add(1, Ordering::Relaxed);
+                })
                 .await;
             match page.metadata.continue_ {
                 Some(token) if !token.is_empty() => params = params.continue_token(&token),
@@ -250,7 +300,7 @@ impl Assigner {
         kind: &ShardedKind,
         object: &PartialObjectMeta<DynamicObject>,
         live: &[String],
-    ) {
+    ) -> Placed {
         let meta = &object.metadata;
         let name = object.name_any();
         let key = object_key(
@@ -260,7 +310,7 @@ impl Assigner {
             &name,
         );
         let Some(desired) = owner(&key, live) else {
-            return;
+            return Placed::Stays;
         };
         let current = entry(meta.labels.as_ref(), &self.shard.label);
         let next = entry(meta.annotations.as_ref(), &self.shard.next);
@@ -272,7 +322,7 @@ impl Assigner {
                 .holds(identity)
         };
         let Some(step) = decide(current, next, desired, live, held, kind.drains) else {
-            return;
+            return Placed::Stays;
         };
         let (patch, how) = match &step {
             Move::Assign(to) => {
@@ -306,12 +356,15 @@ impl Assigner {
             Ok(_) => {
                 debug!(kind = %kind.kind, name, ?step, "shard move");
                 self.ctx.metrics.shard.moved(&kind.kind, how);
+                Placed::Moved
             }
-            // Moved on since it was read: the next pass, or the watch of
-            // new objects, sees the newer copy.
-            Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => {}
+            // Gone; or changed since it was listed: the next pass, soon,
+            // reads the newer copy.
+            Err(kube::Error::Api(e)) if e.code == 404 => Placed::Stays,
+            Err(kube::Error::Api(e)) if e.code == 409 => Placed::Stale,
             Err(error) => {
-                warn!(%error, kind = %kind.kind, name, "cannot assign an object; the next pass retries")
+                warn!(%error, kind = %kind.kind, name, "cannot assign an object; the next pass retries");
+                Placed::Stale
             }
         }
     }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use kube::api::{DeleteParams, ObjectMeta, PostParams, Preconditions};
+use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, ResourceExt};
@@ -341,28 +341,18 @@ impl Membership {
     }
 
     /// `Ok(None)` when the Lease is no longer ours: deleted, or written by
-    /// someone else since `version`.
+    /// someone else since `version`. A merge patch guarded by `version`,
+    /// not a replace: the API server creates a Lease that a replace names
+    /// if it does not exist, which would bring a revoked membership back
+    /// to life with its stale caches.
     async fn renew_once(&self, version: &str) -> Result<Option<String>, kube::Error> {
-        let mut spec = self.spec();
-        spec.acquire_time = None;
-        let lease = Lease {
-            metadata: ObjectMeta {
-                name: Some(self.name.clone()),
-                resource_version: Some(version.to_owned()),
-                labels: Some(
-                    [(
-                        self.shard.member_label.clone(),
-                        self.shard.config.leader_lease().to_owned(),
-                    )]
-                    .into(),
-                ),
-                ..ObjectMeta::default()
-            },
-            spec: Some(spec),
-        };
+        let patch = serde_json::json!({
+            "metadata": { "resourceVersion": version },
+            "spec": { "renewTime": MicroTime(jiff::Timestamp::now()) },
+        });
         match self
             .api
-            .replace(&self.name, &PostParams::default(), &lease)
+            .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
             Ok(written) => Ok(Some(written.resource_version().unwrap_or_default())),

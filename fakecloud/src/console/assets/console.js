@@ -114,6 +114,9 @@
     status.className = call.class;
     status.textContent = String(call.status);
     tr.insertCell().appendChild(status);
+    const agent = tr.insertCell();
+    agent.className = 'agent';
+    agent.textContent = call.user_agent;
     return tr;
   }
 })();

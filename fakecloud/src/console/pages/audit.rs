@@ -1,4 +1,5 @@
-//! The audit page: every call as it arrives (`live`), filterable by
+//! The audit page: every call as it arrives (`live`) with the client that
+//! made it (its user agent), filterable by
 //! account, caller, method and status, with 429s and 5xx marked, and a
 //! pause that holds new calls back while someone reads.
 
@@ -57,6 +58,9 @@ pub struct CallView {
     pub time: String,
     pub account: String,
     pub caller: &'static str,
+    /// The client's `User-Agent`: which provider replica (or browser,
+    /// script) it was; empty when it sent none.
+    pub user_agent: String,
     pub method: String,
     pub path: String,
     pub status: i64,
@@ -71,6 +75,7 @@ impl From<&Call> for CallView {
             time: html::clock(call.time),
             account: call.account.clone().unwrap_or_default(),
             caller: html::actor_label(&call.actor),
+            user_agent: call.user_agent.clone().unwrap_or_default(),
             method: call.method.clone(),
             path: call.path.clone(),
             status: call.status,
@@ -90,6 +95,9 @@ pub fn call_rows(calls: &[Call]) -> Markup {
                 th scope="col" { "Method" }
                 th scope="col" { "Path" }
                 th scope="col" { "Status" }
+                // Last, so the columns before it keep their places (the
+                // browser test, e2e/tests/console.rs, reads them by index).
+                th scope="col" { "User agent" }
             }
         }
         tbody {
@@ -102,6 +110,7 @@ pub fn call_rows(calls: &[Call]) -> Markup {
                     td { (view.method) }
                     td .path { (view.path) }
                     td { span class=(view.class) { (view.status) } }
+                    td .agent { (view.user_agent) }
                 }
             }
         }

@@ -366,7 +366,7 @@ fn done(
     status: StatusCode,
     flash: Flash,
 ) -> Response {
-    console.audit(Actor::Admin, None, path.to_owned(), status);
+    console.audit(session, Actor::Admin, None, path.to_owned(), status);
     console.sessions.set_flash(&session.key, flash);
     Redirect::to(PAGE).into_response()
 }

@@ -245,6 +245,7 @@ async fn change(
         Err(err) => err.status,
     };
     console.audit(
+        session,
         Actor::External,
         Some(row.account.clone()),
         format!("{}/{action}", data::console_path(seq)),

@@ -1,0 +1,549 @@
+//! Replicas that share the work (`--sharding`), as separate processes of
+//! the provider's binary on the real API server: the spread of the
+//! objects, a replica killed (SIGKILL) and one frozen (SIGSTOP) past its
+//! lease, and a fourth joining under load. Every step counts the cloud's
+//! VPCs and reads fakecloud's audit by user agent, which names the
+//! replica that made each call.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail, ensure};
+use apis::kinds::vpc::m::Vpc;
+use e2e::provider_process::ProviderProcess;
+use e2e::world::{World, is_ready};
+use fakecloud::model::{Actor, AuditEntry, AuditQuery};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::{ListParams, Patch, PatchParams};
+use kube::{Api, ResourceExt};
+use runtime::metrics::sum_samples;
+use rustix::process::Signal;
+use serde_json::json;
+
+const LABEL: &str = "fakecloud.crossplane.io/shard";
+const LEASE_NAMESPACE: &str = "crossplane-system";
+const LEADER_LEASE: &str = "provider-fakecloud-leader";
+/// client-go's default, the provider's too.
+const LEASE_DURATION: Duration = Duration::from_secs(15);
+const NAMESPACES: [&str; 3] = ["shard-a", "shard-b", "shard-c"];
+const WAIT: Duration = Duration::from_secs(240);
+
+/// The replicas of one test, by identity.
+struct Replicas {
+    binary: PathBuf,
+    kubeconfig: PathBuf,
+    dir: tempfile::TempDir,
+    running: BTreeMap<String, ProviderProcess>,
+}
+
+impl Replicas {
+    fn new(world: &World) -> anyhow::Result<Self> {
+        Ok(Self {
+            binary: Path::new(env!("CARGO_BIN_EXE_bench_provider")).with_file_name("provider"),
+            kubeconfig: world.cluster.kubeconfig().to_path_buf(),
+            dir: tempfile::tempdir()?,
+            running: BTreeMap::new(),
+        })
+    }
+
+    async fn start(&mut self, identity: &str) -> anyhow::Result<()> {
+        let args: Vec<String> = [
+            "--sharding".to_owned(),
+            format!("--identity={identity}"),
+            format!("--leader-election-namespace={LEASE_NAMESPACE}"),
+            "--poll-interval=5s".to_owned(),
+            "--pending-poll-interval=500ms".to_owned(),
+        ]
+        .into();
+        let log = self.dir.path().join(format!("{identity}.log"));
+        let mut process = ProviderProcess::start(&self.binary, &self.kubeconfig, &args, log)?;
+        process.wait_ready(Duration::from_secs(60)).await?;
+        self.running.insert(identity.to_owned(), process);
+        Ok(())
+    }
+
+    fn get(&self, identity: &str) -> &ProviderProcess {
+        &self.running[identity]
+    }
+
+    /// Every replica's log, for a failure's message.
+    fn logs(&self) -> String {
+        self.running
+            .iter()
+            .map(|(identity, p)| {
+                let log = std::fs::read_to_string(p.log()).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(60).collect();
+                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                format!("--- {identity} ---\n{}", tail.join("\n"))
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+fn identity_in(entry: &AuditEntry) -> Option<String> {
+    let agent = entry.user_agent.as_deref()?;
+    let start = agent.rfind('(')?;
+    Some(agent[start + 1..agent.len().checked_sub(1)?].to_owned())
+}
+
+async fn apply_vpcs(
+    world: &World,
+    names: impl Iterator<Item = (String, String)>,
+) -> anyhow::Result<()> {
+    let kube = world.kube();
+    futures::stream::iter(names)
+        .map(|(namespace, name)| {
+            let api: Api<Vpc> = Api::namespaced(kube.clone(), &namespace);
+            async move {
+                let vpc = json!({
+                    "apiVersion": "network.fakecloud.m.crossplane.io/v1alpha1", "kind": "VPC",
+                    "metadata": { "name": name, "namespace": namespace },
+                    "spec": { "forProvider": { "region": "us-east-1", "cidrBlock": "10.0.0.0/16",
+                              "tags": { "step": "created" } } },
+                });
+                api.patch(
+                    &name,
+                    &PatchParams::apply("e2e").force(),
+                    &Patch::Apply(&vpc),
+                )
+                .await
+                .map(|_| ())
+            }
+        })
+        .buffer_unordered(16)
+        .try_collect::<Vec<_>>()
+        .await?;
+    Ok(())
+}
+
+fn names(range: std::ops::Range<usize>) -> impl Iterator<Item = (String, String)> {
+    range.map(|i| (NAMESPACES[i % 3].to_owned(), format!("vpc-{i}")))
+}
+
+async fn vpcs(world: &World) -> anyhow::Result<Vec<Vpc>> {
+    Ok(Api::<Vpc>::all(world.kube())
+        .list(&ListParams::default())
+        .await?
+        .items)
+}
+
+/// Objects by owner label (`""` for none).
+fn owners(vpcs: &[Vpc]) -> BTreeMap<String, usize> {
+    let mut owners = BTreeMap::new();
+    for vpc in vpcs {
+        let owner = vpc.labels().get(LABEL).cloned().unwrap_or_default();
+        *owners.entry(owner).or_insert(0) += 1;
+    }
+    owners
+}
+
+fn owner_of(vpc: &Vpc) -> String {
+    vpc.labels().get(LABEL).cloned().unwrap_or_default()
+}
+
+async fn wait_all(
+    world: &World,
+    count: usize,
+    what: &str,
+    done: impl Fn(&Vpc) -> bool,
+    replicas: &Replicas,
+) -> anyhow::Result<Vec<Vpc>> {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let all = vpcs(world).await?;
+        if all.len() == count && all.iter().all(&done) {
+            return Ok(all);
+        }
+        if Instant::now() > deadline {
+            let pending = all.iter().filter(|v| !done(v)).count();
+            bail!(
+                "{pending} of {} VPCs not {what} after {WAIT:?}; owners {:?}\n{}",
+                all.len(),
+                owners(&all),
+                replicas.logs()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// The cloud's VPCs, every page.
+async fn cloud_vpcs(world: &World) -> anyhow::Result<usize> {
+    let mut options = fakecloud::client::ListOptions {
+        page_size: Some(1_000),
+        ..Default::default()
+    };
+    let mut count = 0;
+    loop {
+        let page = world.cloud.list_vpcs("us-east-1", &options).await?;
+        count += page.items.len();
+        match page.next_page_token {
+            Some(token) => options.page_token = Some(token),
+            None => return Ok(count),
+        }
+    }
+}
+
+async fn mutations(world: &World, after: i64) -> anyhow::Result<Vec<AuditEntry>> {
+    Ok(world
+        .admin
+        .audit(&AuditQuery {
+            actor: Some(Actor::Api),
+            path_prefix: Some("/v1/regions/us-east-1/vpcs".into()),
+            mutating: Some(true),
+            after_seq: Some(after),
+            ..AuditQuery::default()
+        })
+        .await?)
+}
+
+/// Each VPC's mutations (by path: updates and deletes name it) came from
+/// one replica only; creates (the collection's path) are counted apart.
+fn writers_by_vpc(entries: &[AuditEntry]) -> HashMap<String, BTreeSet<String>> {
+    let mut writers: HashMap<String, BTreeSet<String>> = HashMap::new();
+    for entry in entries.iter().filter(|e| e.path.matches('/').count() > 4) {
+        writers
+            .entry(entry.path.clone())
+            .or_default()
+            .insert(identity_in(entry).unwrap_or_else(|| "?".into()));
+    }
+    writers
+}
+
+async fn leader(world: &World) -> anyhow::Result<String> {
+    let lease = Api::<Lease>::namespaced(world.kube(), LEASE_NAMESPACE)
+        .get(LEADER_LEASE)
+        .await?;
+    lease
+        .spec
+        .and_then(|s| s.holder_identity)
+        .context("the leader Lease has no holder")
+}
+
+async fn tag_all(world: &World, vpcs: &[&Vpc], value: &str) -> anyhow::Result<()> {
+    let kube = world.kube();
+    futures::stream::iter(vpcs.iter().map(|vpc| {
+        let api: Api<Vpc> = Api::namespaced(kube.clone(), &vpc.namespace().unwrap_or_default());
+        let name = vpc.name_any();
+        let patch = json!({ "spec": { "forProvider": { "tags": { "step": value } } } });
+        async move {
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map(|_| ())
+        }
+    }))
+    .buffer_unordered(16)
+    .try_collect::<Vec<_>>()
+    .await?;
+    Ok(())
+}
+
+fn tagged(value: &'static str) -> impl Fn(&Vpc) -> bool {
+    move |vpc| e2e::world::at_provider(vpc)["tags"]["step"] == value && is_ready(vpc)
+}
+
+#[tokio::test]
+async fn three_replicas_share_the_work_and_survive_a_kill_and_a_freeze() -> anyhow::Result<()> {
+    e2e::init_tracing();
+    const COUNT: usize = 300;
+    let mut world = World::start().await?;
+    world.stop_provider().await;
+    for namespace in NAMESPACES.iter().chain([&LEASE_NAMESPACE]) {
+        world.create_namespace(namespace).await?;
+    }
+    let mut replicas = Replicas::new(&world)?;
+    for identity in ["replica-0", "replica-1", "replica-2"] {
+        replicas.start(identity).await?;
+    }
+    let mark = world.audit_mark().await?;
+    apply_vpcs(&world, names(0..COUNT)).await?;
+    let all = wait_all(&world, COUNT, "Ready", is_ready, &replicas).await?;
+
+    // The spread: each replica owns a fair share, and watches only it.
+    let spread = owners(&all);
+    eprintln!("owners of {COUNT} VPCs: {spread:?}");
+    for identity in replicas.running.keys() {
+        let owned = spread.get(identity).copied().unwrap_or(0);
+        let share = owned as f64 / COUNT as f64;
+        ensure!(
+            (0.25..=0.42).contains(&share),
+            "{identity} owns {share:.2} of the VPCs: {spread:?}"
+        );
+        let metrics = replicas.get(identity).metrics().await?;
+        let watched = sum_samples(&metrics, "crossplane_managed_resource_exists", &[]);
+        ensure!(
+            watched as usize == owned,
+            "{identity} watches {watched} objects but owns {owned}"
+        );
+        ensure!(
+            sum_samples(&metrics, "provider_shard_members", &[]) == 3.0,
+            "{identity} sees 3 members"
+        );
+    }
+    let in_cloud = cloud_vpcs(&world).await?;
+    let created = mutations(&world, mark).await?;
+    ensure!(
+        in_cloud == COUNT,
+        "exactly {COUNT} cloud VPCs, not {in_cloud}"
+    );
+    let creates: Vec<&AuditEntry> = created
+        .iter()
+        .filter(|e| e.method == "POST" && e.status < 300)
+        .collect();
+    ensure!(
+        creates.len() == COUNT,
+        "{} creates for {COUNT} VPCs",
+        creates.len()
+    );
+    let creators: BTreeSet<String> = creates.iter().filter_map(|e| identity_in(e)).collect();
+    ensure!(
+        creators.len() == 3,
+        "every replica created its share: {creators:?}"
+    );
+    for (vpc, writers) in writers_by_vpc(&created) {
+        ensure!(writers.len() == 1, "{vpc} mutated by {writers:?}");
+    }
+
+    // SIGKILL a replica that does not lead; a tag change to each of its
+    // VPCs made right after reaches the cloud within the lease duration
+    // plus 10 s, by another replica.
+    let leader = leader(&world).await?;
+    let victim = replicas
+        .running
+        .keys()
+        .find(|id| **id != leader)
+        .cloned()
+        .context("a non-leader")?;
+    let theirs: Vec<Vpc> = all
+        .iter()
+        .filter(|v| owner_of(v) == victim)
+        .cloned()
+        .collect();
+    replicas.get(&victim).signal(Signal::KILL)?;
+    let killed = Instant::now();
+    let mark = world.audit_mark().await?;
+    tag_all(&world, &theirs.iter().collect::<Vec<_>>(), "after-kill").await?;
+    let deadline = LEASE_DURATION + Duration::from_secs(10);
+    loop {
+        let now = vpcs(&world).await?;
+        let done = now
+            .iter()
+            .filter(|v| theirs.iter().any(|t| t.uid() == v.uid()))
+            .filter(|v| tagged("after-kill")(v))
+            .count();
+        if done == theirs.len() {
+            break;
+        }
+        ensure!(
+            killed.elapsed() < deadline,
+            "{done} of {} of the killed replica's VPCs updated {:?} after the kill\n{}",
+            theirs.len(),
+            killed.elapsed(),
+            replicas.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let took_over = killed.elapsed();
+    eprintln!(
+        "the killed replica's {} VPCs updated by the others {took_over:?} after the kill",
+        theirs.len()
+    );
+    let after_kill = mutations(&world, mark).await?;
+    ensure!(
+        after_kill
+            .iter()
+            .all(|e| identity_in(e).as_deref() != Some(victim.as_str())),
+        "the killed replica made calls"
+    );
+    ensure!(
+        after_kill.len() == theirs.len(),
+        "{} mutations for {} tag changes",
+        after_kill.len(),
+        theirs.len()
+    );
+    ensure!(
+        cloud_vpcs(&world).await? == COUNT,
+        "no duplicate after the takeover"
+    );
+    replicas.running.remove(&victim);
+
+    // SIGSTOP a replica for twice the lease duration: its objects move, a
+    // tag change reaches them, and once resumed it mutates none of them.
+    let frozen = replicas
+        .running
+        .keys()
+        .find(|id| **id != leader)
+        .cloned()
+        .context("a replica to freeze")?;
+    let all = vpcs(&world).await?;
+    let theirs: Vec<Vpc> = all
+        .iter()
+        .filter(|v| owner_of(v) == frozen)
+        .cloned()
+        .collect();
+    ensure!(!theirs.is_empty(), "{frozen} owns nothing to move");
+    let mark = world.audit_mark().await?;
+    replicas.get(&frozen).signal(Signal::STOP)?;
+    tag_all(&world, &theirs.iter().collect::<Vec<_>>(), "while-frozen").await?;
+    tokio::time::sleep(2 * LEASE_DURATION).await;
+    let moved = vpcs(&world).await?;
+    let still = moved.iter().filter(|v| owner_of(v) == frozen).count();
+    ensure!(
+        still == 0,
+        "{still} VPCs still labelled for the frozen replica"
+    );
+    // The others apply the change while it is still frozen, so that once
+    // it resumes nothing is left for anyone to do: any call of its is one
+    // it must not make.
+    let theirs_now =
+        |v: &Vpc| !theirs.iter().any(|t| t.uid() == v.uid()) || tagged("while-frozen")(v);
+    wait_all(&world, COUNT, "tagged", theirs_now, &replicas).await?;
+    let resumed = world.audit_mark().await?;
+    replicas.get(&frozen).signal(Signal::CONT)?;
+    // It rejoins and gets a share again, handed back by the others.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let now = vpcs(&world).await?;
+        let pending = now
+            .iter()
+            .filter(|v| {
+                v.annotations()
+                    .contains_key("fakecloud.crossplane.io/shard-next")
+            })
+            .count();
+        if pending == 0 && owners(&now).contains_key(&frozen) {
+            break;
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "{frozen} got no share back ({pending} handovers pending)\n{}",
+            replicas.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let after_resume = mutations(&world, resumed).await?;
+    ensure!(
+        after_resume.is_empty(),
+        "{} mutations after the frozen replica resumed, the first {:?}\n{}",
+        after_resume.len(),
+        after_resume.first(),
+        replicas.logs()
+    );
+    wait_all(&world, COUNT, "tagged", theirs_now, &replicas).await?;
+    let since_freeze = mutations(&world, mark).await?;
+    let by_frozen: Vec<&AuditEntry> = since_freeze
+        .iter()
+        .filter(|e| identity_in(e).as_deref() == Some(frozen.as_str()))
+        .collect();
+    ensure!(
+        by_frozen.is_empty(),
+        "the frozen replica made {} mutations after resuming, the first {:?}\n{}",
+        by_frozen.len(),
+        by_frozen.first(),
+        replicas.logs()
+    );
+    ensure!(
+        since_freeze.len() == theirs.len(),
+        "{} mutations for {} tag changes",
+        since_freeze.len(),
+        theirs.len()
+    );
+    ensure!(
+        cloud_vpcs(&world).await? == COUNT,
+        "no duplicate after the freeze"
+    );
+    world.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_fourth_replica_joins_under_load_and_a_third_of_the_objects_at_most_move()
+-> anyhow::Result<()> {
+    e2e::init_tracing();
+    const COUNT: usize = 240;
+    let mut world = World::start().await?;
+    world.stop_provider().await;
+    for namespace in NAMESPACES.iter().chain([&LEASE_NAMESPACE]) {
+        world.create_namespace(namespace).await?;
+    }
+    let mut replicas = Replicas::new(&world)?;
+    for identity in ["replica-0", "replica-1", "replica-2"] {
+        replicas.start(identity).await?;
+    }
+    apply_vpcs(&world, names(0..COUNT)).await?;
+    let before = wait_all(&world, COUNT, "Ready", is_ready, &replicas).await?;
+    let placed: HashMap<String, String> = before
+        .iter()
+        .map(|v| (v.uid().unwrap_or_default(), owner_of(v)))
+        .collect();
+
+    // Under load: every VPC's tags change while the fourth joins.
+    let mark = world.audit_mark().await?;
+    let refs: Vec<&Vpc> = before.iter().collect();
+    let (tagged_all, joined) = tokio::join!(
+        tag_all(&world, &refs, "during-join"),
+        replicas.start("replica-3")
+    );
+    tagged_all?;
+    joined?;
+    wait_all(&world, COUNT, "tagged", tagged("during-join"), &replicas).await?;
+    // Let the moves finish.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let after = loop {
+        let now = vpcs(&world).await?;
+        let unsettled = now
+            .iter()
+            .filter(|v| {
+                v.annotations()
+                    .contains_key("fakecloud.crossplane.io/shard-next")
+            })
+            .count();
+        if unsettled == 0 && owners(&now).contains_key("replica-3") {
+            break now;
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "{unsettled} handovers pending: {:?}\n{}",
+            owners(&now),
+            replicas.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let moved = after
+        .iter()
+        .filter(|v| placed.get(&v.uid().unwrap_or_default()) != Some(&owner_of(v)))
+        .count();
+    let share = moved as f64 / COUNT as f64;
+    eprintln!(
+        "{moved} of {COUNT} VPCs moved ({share:.2}); owners now {:?}",
+        owners(&after)
+    );
+    ensure!(share <= 0.35, "{share:.2} of the VPCs moved");
+    ensure!(
+        after.iter().all(|v| owner_of(v) == "replica-3"
+            || placed.get(&v.uid().unwrap_or_default()) == Some(&owner_of(v))),
+        "only to the new replica"
+    );
+    ensure!(after.iter().all(is_ready), "all stay Ready");
+    // Each tag change was made once, by one replica.
+    let changes = mutations(&world, mark).await?;
+    for (vpc, writers) in writers_by_vpc(&changes) {
+        ensure!(writers.len() == 1, "{vpc} mutated by {writers:?}");
+    }
+    ensure!(
+        changes.len() == COUNT,
+        "{} mutations for {COUNT} tag changes",
+        changes.len()
+    );
+    let in_cloud = cloud_vpcs(&world).await?;
+    ensure!(
+        in_cloud == COUNT,
+        "exactly {COUNT} cloud VPCs, not {in_cloud}"
+    );
+    world.shutdown().await;
+    Ok(())
+}
