@@ -155,6 +155,10 @@ pub struct Metrics {
     /// Reconciles deferred to their server's line because it was paused
     /// or its rate booked ahead.
     pub pacing_deferred: Family<PacingLabels, Counter>,
+    /// `provider_reference_reads_total`: reads of referenced objects (a
+    /// GET, or a list for a selector) by the referencing kind: direct
+    /// reads of the API server, wherever the referenced object's share is.
+    pub reference_reads: Family<KindLabels, Counter>,
     /// The `provider_shard_*` families ([`crate::shard`]).
     pub shard: shard::ShardMetrics,
 }
@@ -274,6 +278,12 @@ impl Metrics {
             "From first finding a field drifted to finding it corrected by an update",
             drift_correction.clone(),
         );
+        let reference_reads = Family::default();
+        registry.register(
+            "reference_reads",
+            "Reads of referenced objects (a get, or a list for a selector) by referencing kind",
+            reference_reads.clone(),
+        );
         let shard = shard::ShardMetrics::register(registry);
         let standard = Standard::register(&mut root);
         root.register_collector(Box::new(process::ProcessCollector));
@@ -296,6 +306,7 @@ impl Metrics {
             pacing_answers,
             pacing_wait,
             pacing_deferred,
+            reference_reads,
             shard,
         }
     }

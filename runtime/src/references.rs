@@ -28,6 +28,10 @@ pub struct Resolver<'a> {
     controller: Option<OwnerReference>,
     /// The resolving resource's namespace (`None` when cluster-scoped).
     namespace: Option<String>,
+    /// Counts the reads of referenced objects: direct reads of the API
+    /// server, since the object may be in another replica's share
+    /// ([`crate::shard`]) or in no watch at all.
+    reads: prometheus_client::metrics::counter::Counter,
 }
 
 impl<'a> Resolver<'a> {
@@ -35,11 +39,13 @@ impl<'a> Resolver<'a> {
         cluster: &'a dyn Cluster,
         controller: Option<OwnerReference>,
         namespace: Option<String>,
+        reads: prometheus_client::metrics::counter::Counter,
     ) -> Self {
         Self {
             cluster,
             controller,
             namespace,
+            reads,
         }
     }
 
@@ -155,6 +161,7 @@ impl<'a> Resolver<'a> {
             name: target.name.clone(),
         };
         let name = target.to_string();
+        self.reads.inc();
         let object = self
             .cluster
             .get(&key)
@@ -198,6 +205,7 @@ impl<'a> Resolver<'a> {
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(",");
+        self.reads.inc();
         let list = self
             .cluster
             .list(&Self::resource(field), namespace.as_deref(), &labels)

@@ -408,10 +408,19 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
             external_name = Some(name);
         }
 
+        let reads = self
+            .ctx
+            .metrics
+            .reference_reads
+            .get_or_create(&crate::metrics::KindLabels {
+                kind: self.kind.clone(),
+            })
+            .clone();
         let resolver = Resolver::new(
             &*self.ctx.cluster,
             self.controller_ref(),
             self.mr.namespace(),
+            reads,
         );
         if let Some(for_provider) = resolver
             .resolve(&self.spec_json("forProvider"), K::REFERENCES)

@@ -293,11 +293,7 @@ impl Shard {
     /// The object of `meta` is reconciled here: the first time since it
     /// came, its time without an owner (from its `moved-at` annotation)
     /// is recorded.
-    pub(crate) fn entered<K: kube::Resource<DynamicType = ()>>(
-        &self,
-        meta: &ObjectMeta,
-        metrics: &crate::metrics::Metrics,
-    ) {
+    pub(crate) fn entered(&self, meta: &ObjectMeta, kind: &str, metrics: &crate::metrics::Metrics) {
         let Some(uid) = &meta.uid else { return };
         if !self.seen.lock().expect("seen lock").insert(uid.clone()) {
             return;
@@ -313,7 +309,7 @@ impl Shard {
                 .shard
                 .unowned
                 .get_or_create(&crate::metrics::KindLabels {
-                    kind: crate::context::kind_label::<K>(),
+                    kind: kind.to_owned(),
                 })
                 .observe(unowned.as_secs_f64().max(0.0));
         }
