@@ -124,6 +124,7 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
     let mut processes = Vec::new();
     let peaks: Arc<Mutex<BTreeMap<String, u64>>> = Arc::default();
     let mut samplers = Vec::new();
+    // Started together, as a Deployment's pods are.
     for i in 0..replicas {
         let identity = format!("replica-{i}");
         let mut flags = vec!["--poll-interval=1m".to_owned()];
@@ -135,8 +136,11 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
             ]);
         }
         let log = std::env::temp_dir().join(format!("bench_sharding-{identity}.log"));
-        let mut process =
+        let process =
             ProviderProcess::start(&args.provider_bin, world.cluster.kubeconfig(), &flags, log)?;
+        processes.push((identity, process));
+    }
+    for (identity, process) in &mut processes {
         process.wait_ready(Duration::from_secs(60)).await?;
         let (pid, peaks, name) = (process.pid(), peaks.clone(), identity.clone());
         samplers.push(tokio::spawn(async move {
@@ -149,7 +153,6 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
                 *peak = (*peak).max(usage.rss_bytes);
             }
         }));
-        processes.push((identity, process));
     }
     tokio::time::timeout(Duration::from_secs(3_600), watching).await???;
     let ready = start.elapsed();
@@ -289,5 +292,5 @@ async fn server_errors(world: &World) -> anyhow::Result<f64> {
     Ok(["500", "502", "503", "504"]
         .iter()
         .map(|code| sum_samples(&text, "apiserver_request_total", &[("code", code)]))
-        .sum())
+        .fold(0.0, |sum, n| sum + n))
 }

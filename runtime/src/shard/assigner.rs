@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::api::{ApiResource, DynamicObject, ListParams, ObjectMeta, PartialObjectMeta};
+use kube::api::{
+    ApiResource, DynamicObject, ListParams, ObjectMeta, PartialObjectMeta, Patch, PatchParams,
+};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
@@ -26,7 +28,6 @@ use tracing::{debug, info, warn};
 
 use super::membership::{Members, revoke};
 use super::{Shard, object_key, owner};
-use crate::cluster::ObjectKey;
 use crate::context::Context;
 
 /// A kind whose objects are assigned.
@@ -111,6 +112,8 @@ const PAGE: u32 = 500;
 /// A pass waits this long after a membership change for the next one (a
 /// rolling restart changes it several times in a row).
 const SETTLE: Duration = Duration::from_secs(1);
+/// How long the membership must hold still before a new assigner starts.
+const STARTUP_SETTLE: Duration = Duration::from_secs(3);
 /// A pass runs at least this often, in case an event was missed.
 const FULL_PASS_EVERY: Duration = Duration::from_secs(300);
 
@@ -131,8 +134,13 @@ pub(crate) async fn run(
         members,
         stopped_at: std::sync::Mutex::new(HashMap::new()),
     });
+    let settled = tokio::select! {
+        _ = stop.wait_for(|stop| *stop) => return,
+        members = assigner.settled() => members,
+    };
     info!(
         kinds = kinds.len(),
+        members = ?settled,
         "assigning objects to the shard members"
     );
     let new_objects = futures::future::join_all(
@@ -166,6 +174,24 @@ impl Assigner {
         self.members.live.borrow().clone()
     }
 
+    /// Waits, when it starts, until the membership has held still for
+    /// [`STARTUP_SETTLE`] (at most a lease duration): replicas of one
+    /// Deployment start within seconds of each other, and objects assigned
+    /// to the first member alone would then all move again, two writes
+    /// each, as the others join.
+    async fn settled(&self) -> Vec<String> {
+        let mut changes = self.members.live.subscribe();
+        let deadline = tokio::time::Instant::now() + self.shard.timing().lease_duration;
+        loop {
+            let quiet = tokio::time::timeout(STARTUP_SETTLE, changes.changed()).await;
+            let live = self.live();
+            let timed_out = tokio::time::Instant::now() >= deadline;
+            if (quiet.is_err() && !live.is_empty()) || timed_out || matches!(quiet, Ok(Err(_))) {
+                return live;
+            }
+        }
+    }
+
     /// Labels each object that appears without the label.
     async fn assign_new(self: Arc<Self>, kind: ShardedKind) {
         let api: Api<PartialObjectMeta<DynamicObject>> =
@@ -183,14 +209,44 @@ impl Assigner {
             .for_each_concurrent(CONCURRENT_WRITES, |object| {
                 let this = self.clone();
                 let kind = kind.clone();
-                async move {
-                    // A refused one is unlabelled still: the watch shows
-                    // it again, or the next pass takes it.
-                    let live = this.live();
-                    this.place(&kind, &object, &live).await;
-                }
+                async move { this.assign(&kind, object).await }
             })
             .await;
+    }
+
+    /// Labels one new object; one that changed since it was read (its
+    /// owner-to-be cannot see it until labelled) is read again and tried
+    /// again after [`SETTLE`], until it is labelled or gone.
+    async fn assign(&self, kind: &ShardedKind, mut object: PartialObjectMeta<DynamicObject>) {
+        loop {
+            let live = self.live();
+            if !matches!(self.place(kind, &object, &live, true).await, Placed::Stale) {
+                return;
+            }
+            tokio::time::sleep(SETTLE).await;
+            let api: Api<DynamicObject> = match object.metadata.namespace.as_deref() {
+                Some(namespace) => {
+                    Api::namespaced_with(self.kube.clone(), namespace, &kind.resource)
+                }
+                None => Api::all_with(self.kube.clone(), &kind.resource),
+            };
+            object = match api.get_metadata_opt(&object.name_any()).await {
+                Ok(Some(fresh)) => fresh,
+                Ok(None) => return,
+                Err(error) => {
+                    debug!(%error, kind = %kind.kind, "cannot read an object to assign; retrying");
+                    continue;
+                }
+            };
+            let labelled = object
+                .metadata
+                .labels
+                .as_ref()
+                .is_some_and(|l| l.contains_key(&self.shard.label));
+            if labelled {
+                return;
+            }
+        }
     }
 
     /// A pass over every object at the start, after each membership
@@ -279,7 +335,7 @@ impl Assigner {
             tally.objects.fetch_add(page.items.len(), Ordering::Relaxed);
             futures::stream::iter(page.items.iter())
                 .for_each_concurrent(CONCURRENT_WRITES, |object| async {
-                    let counter = match self.place(kind, object, live).await {
+                    let counter = match self.place(kind, object, live, false).await {
                         Placed::Stays => return,
                         Placed::Moved => &tally.moved,
                         Placed::Stale => &tally.stale,
@@ -300,6 +356,7 @@ impl Assigner {
         kind: &ShardedKind,
         object: &PartialObjectMeta<DynamicObject>,
         live: &[String],
+        new: bool,
     ) -> Placed {
         let meta = &object.metadata;
         let name = object.name_any();
@@ -313,6 +370,10 @@ impl Assigner {
             return Placed::Stays;
         };
         let current = entry(meta.labels.as_ref(), &self.shard.label);
+        if current.is_none() && !new {
+            // The watch of new objects labels it, and retries until done.
+            return Placed::Stays;
+        }
         let next = entry(meta.annotations.as_ref(), &self.shard.next);
         let held = |identity: &str| {
             self.members
@@ -351,8 +412,17 @@ impl Assigner {
         };
         let mut patch = patch;
         patch["metadata"]["resourceVersion"] = json!(meta.resource_version);
-        let at = ObjectKey::new(&kind.resource, meta.namespace.as_deref(), &name);
-        match self.ctx.cluster.merge_patch(&at, patch).await {
+        // Straight to the API server, not through the reconciles' pacing:
+        // every reconcile of the object waits for this write, so it goes
+        // first, bounded by CONCURRENT_WRITES.
+        let api: Api<DynamicObject> = match meta.namespace.as_deref() {
+            Some(namespace) => Api::namespaced_with(self.kube.clone(), namespace, &kind.resource),
+            None => Api::all_with(self.kube.clone(), &kind.resource),
+        };
+        match api
+            .patch_metadata(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
             Ok(_) => {
                 debug!(kind = %kind.kind, name, ?step, "shard move");
                 self.ctx.metrics.shard.moved(&kind.kind, how);
