@@ -471,6 +471,11 @@ impl ProviderPod {
         &self.metrics_url
     }
 
+    /// Its container's id, for the Docker CLI (`docker network connect`).
+    pub fn container_id(&self) -> &str {
+        self.container.id()
+    }
+
     /// What it logged so far, for a failure's message.
     pub async fn logs(&self) -> String {
         let out = self.container.stdout_to_vec().await.unwrap_or_default();
