@@ -237,6 +237,30 @@ fn every_example_parses_into_the_rust_types_and_passes_the_schema_and_rules() {
             ("apiextensions.crossplane.io/v1alpha1", "ManagedResourceActivationPolicy") => {
                 parse::<ActivationPolicy>(&file, &document);
             }
+            // Crossplane's own kinds, which this crate has no types for:
+            // the runtime config's provider container and the Provider
+            // that names it (the e2e package test dry-runs both).
+            ("pkg.crossplane.io/v1beta1", "DeploymentRuntimeConfig") => {
+                let containers = document
+                    .pointer("/spec/deploymentTemplate/spec/template/spec/containers")
+                    .and_then(Value::as_array)
+                    .unwrap_or_else(|| {
+                        panic!("{file}: a DeploymentRuntimeConfig without containers")
+                    });
+                assert!(
+                    containers.iter().any(|c| c["name"] == "package-runtime"),
+                    "{file}: Crossplane merges only the container named package-runtime into the provider's"
+                );
+            }
+            ("pkg.crossplane.io/v1", "Provider") => {
+                assert!(
+                    document
+                        .pointer("/spec/package")
+                        .and_then(Value::as_str)
+                        .is_some_and(|p| !p.is_empty()),
+                    "{file}: a Provider names its package"
+                );
+            }
             (other_version, other) => panic!("{file}: unexpected kind {other_version} {other}"),
         }
         kinds.push(label);
