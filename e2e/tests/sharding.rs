@@ -13,7 +13,7 @@ use anyhow::{Context as _, bail, ensure};
 use apis::kinds::vpc::m::Vpc;
 use e2e::provider_process::ProviderProcess;
 use e2e::world::{World, is_ready};
-use fakecloud::model::{Actor, AuditEntry, AuditQuery};
+use fakecloud::model::{Actor, AuditEntry, AuditQuery, Kind};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{ListParams, Patch, PatchParams};
@@ -170,21 +170,9 @@ async fn wait_all(
     }
 }
 
-/// The cloud's VPCs, every page.
+/// The cloud's VPCs, as fakecloud's admin API counts them.
 async fn cloud_vpcs(world: &World) -> anyhow::Result<usize> {
-    let mut options = fakecloud::client::ListOptions {
-        page_size: Some(1_000),
-        ..Default::default()
-    };
-    let mut count = 0;
-    loop {
-        let page = world.cloud.list_vpcs("us-east-1", &options).await?;
-        count += page.items.len();
-        match page.next_page_token {
-            Some(token) => options.page_token = Some(token),
-            None => return Ok(count),
-        }
-    }
+    Ok(world.admin.resources(Some(Kind::Vpc), None).await?.len())
 }
 
 async fn mutations(world: &World, after: i64) -> anyhow::Result<Vec<AuditEntry>> {
@@ -245,10 +233,9 @@ fn tagged(value: &'static str) -> impl Fn(&Vpc) -> bool {
     move |vpc| e2e::world::at_provider(vpc)["tags"]["step"] == value && is_ready(vpc)
 }
 
-#[tokio::test]
-async fn three_replicas_share_the_work_and_survive_a_kill_and_a_freeze() -> anyhow::Result<()> {
-    e2e::init_tracing();
-    const COUNT: usize = 300;
+/// A world whose provider is three replicas of the binary under
+/// `--sharding`, with the namespaces the tests use.
+async fn three_replicas() -> anyhow::Result<(World, Replicas)> {
     let mut world = World::start().await?;
     world.stop_provider().await;
     for namespace in NAMESPACES.iter().chain([&LEASE_NAMESPACE]) {
@@ -258,6 +245,14 @@ async fn three_replicas_share_the_work_and_survive_a_kill_and_a_freeze() -> anyh
     for identity in ["replica-0", "replica-1", "replica-2"] {
         replicas.start(identity).await?;
     }
+    Ok((world, replicas))
+}
+
+#[tokio::test]
+async fn three_replicas_share_the_work_and_survive_a_kill_and_a_freeze() -> anyhow::Result<()> {
+    e2e::init_tracing();
+    const COUNT: usize = 300;
+    let (world, mut replicas) = three_replicas().await?;
     let mark = world.audit_mark().await?;
     apply_vpcs(&world, names(0..COUNT)).await?;
     let all = wait_all(&world, COUNT, "Ready", is_ready, &replicas).await?;
@@ -465,15 +460,7 @@ async fn a_fourth_replica_joins_under_load_and_a_third_of_the_objects_at_most_mo
 -> anyhow::Result<()> {
     e2e::init_tracing();
     const COUNT: usize = 240;
-    let mut world = World::start().await?;
-    world.stop_provider().await;
-    for namespace in NAMESPACES.iter().chain([&LEASE_NAMESPACE]) {
-        world.create_namespace(namespace).await?;
-    }
-    let mut replicas = Replicas::new(&world)?;
-    for identity in ["replica-0", "replica-1", "replica-2"] {
-        replicas.start(identity).await?;
-    }
+    let (world, mut replicas) = three_replicas().await?;
     apply_vpcs(&world, names(0..COUNT)).await?;
     let before = wait_all(&world, COUNT, "Ready", is_ready, &replicas).await?;
     let placed: HashMap<String, String> = before

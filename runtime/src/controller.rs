@@ -140,7 +140,7 @@ pub async fn reconcile<K: ManagedKind<C>, C: Connect>(
 ) -> Result<Action, Never> {
     if let Some(shard) = &controller.ctx.shard {
         match shard.standing(mr.meta()) {
-            Standing::Own => shard.entered(mr.meta(), &kind_label::<K>(), &controller.ctx.metrics),
+            Standing::Own => shard.entered(mr.meta(), kind_label::<K>, &controller.ctx.metrics),
             // A copy older than our own release, or one labelled for
             // another replica: its owner reconciles it.
             Standing::Foreign => return Ok(Action::await_change()),

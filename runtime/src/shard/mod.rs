@@ -293,7 +293,12 @@ impl Shard {
     /// The object of `meta` is reconciled here: the first time since it
     /// came, its time without an owner (from its `moved-at` annotation)
     /// is recorded.
-    pub(crate) fn entered(&self, meta: &ObjectMeta, kind: &str, metrics: &crate::metrics::Metrics) {
+    pub(crate) fn entered(
+        &self,
+        meta: &ObjectMeta,
+        kind: impl FnOnce() -> String,
+        metrics: &crate::metrics::Metrics,
+    ) {
         let Some(uid) = &meta.uid else { return };
         if !self.seen.lock().expect("seen lock").insert(uid.clone()) {
             return;
@@ -308,9 +313,7 @@ impl Shard {
             metrics
                 .shard
                 .unowned
-                .get_or_create(&crate::metrics::KindLabels {
-                    kind: kind.to_owned(),
-                })
+                .get_or_create(&crate::metrics::KindLabels { kind: kind() })
                 .observe(unowned.as_secs_f64().max(0.0));
         }
     }
