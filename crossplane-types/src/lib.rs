@@ -13,6 +13,7 @@
 //! controller runtime.
 
 pub mod condition;
+pub mod conversion;
 pub mod drift;
 pub mod managed;
 pub mod policy;

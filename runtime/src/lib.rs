@@ -63,6 +63,7 @@ mod connect;
 mod connection;
 mod context;
 mod controller;
+pub mod conversion;
 mod drift;
 mod echo;
 mod error;

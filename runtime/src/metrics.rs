@@ -8,6 +8,7 @@
 //! ([`standard`]) and the `process_*` families, so that the
 //! dashboards and alerts written for Go providers work unchanged.
 
+pub mod conversion;
 mod process;
 pub mod shard;
 pub mod standard;
@@ -161,6 +162,8 @@ pub struct Metrics {
     pub reference_reads: Family<KindLabels, Counter>,
     /// The `provider_shard_*` families ([`crate::shard`]).
     pub shard: shard::ShardMetrics,
+    /// The `provider_conversion_*` families ([`crate::conversion`]).
+    pub conversion: conversion::ConversionMetrics,
 }
 
 fn seconds_histogram() -> Histogram {
@@ -285,6 +288,7 @@ impl Metrics {
             reference_reads.clone(),
         );
         let shard = shard::ShardMetrics::register(registry);
+        let conversion = conversion::ConversionMetrics::register(registry);
         let standard = Standard::register(&mut root);
         root.register_collector(Box::new(process::ProcessCollector));
         Self {
@@ -308,6 +312,7 @@ impl Metrics {
             pacing_deferred,
             reference_reads,
             shard,
+            conversion,
         }
     }
 
