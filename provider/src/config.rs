@@ -141,6 +141,27 @@ pub struct Config {
     #[arg(long, env = "PROVIDER_HEALTH_ADDR", default_value = "127.0.0.1:8081")]
     pub health_addr: SocketAddr,
 
+    /// The port of the conversion webhook (`/convert`, TLS), which the
+    /// API server calls to convert the namespaced kinds between `v1alpha1`
+    /// and `v1beta1`; Crossplane's package manager points the CRDs at the
+    /// provider's Service on 9443.
+    #[arg(long, env = "PROVIDER_WEBHOOK_PORT", default_value_t = 9443)]
+    pub webhook_port: u16,
+
+    /// The address the conversion webhook listens on: every interface by
+    /// default, since the API server reaches a provider pod through its
+    /// Service.
+    #[arg(long, env = "PROVIDER_WEBHOOK_HOST", default_value = "0.0.0.0")]
+    pub webhook_host: std::net::IpAddr,
+
+    /// The folder holding the webhook's serving certificate (`tls.crt`,
+    /// `tls.key`); Crossplane mounts the provider's TLS Secret there and
+    /// sets `WEBHOOK_TLS_CERT_DIR`. Unset, no conversion is served, and
+    /// the API server refuses reads and writes of the deprecated
+    /// `v1alpha1` namespaced kinds.
+    #[arg(long, env = "WEBHOOK_TLS_CERT_DIR")]
+    pub webhook_tls_cert_dir: Option<std::path::PathBuf>,
+
     /// Log at debug level (provider-template's `--debug`, short `-d`).
     /// `RUST_LOG`, when set, wins over it.
     #[arg(short = 'd', long, env = "PROVIDER_DEBUG", default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]

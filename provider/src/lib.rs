@@ -42,6 +42,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
 
 use crate::config::Config;
+use runtime::conversion::{Conversions, Webhook, WebhookSettings};
 use runtime::metrics::Metrics;
 use runtime::pacing::Ceilings;
 use runtime::{Provider, Settings};
@@ -61,6 +62,8 @@ pub enum RunError {
     Leader(#[from] runtime::leader::LeaderError),
     #[error(transparent)]
     Sharding(#[from] runtime::shard::ShardError),
+    #[error(transparent)]
+    Webhook(#[from] runtime::conversion::ServeError),
 }
 
 impl From<kube::Error> for RunError {
@@ -79,6 +82,33 @@ pub async fn run(
     metrics: Metrics,
     shutdown: CancellationToken,
 ) -> Result<(), RunError> {
+    // First, so that a certificate that cannot be used stops the start.
+    let webhook = match &config.webhook_tls_cert_dir {
+        Some(cert_dir) => {
+            let settings = WebhookSettings {
+                addr: std::net::SocketAddr::new(config.webhook_host, config.webhook_port),
+                cert_dir: cert_dir.clone(),
+            };
+            let conversions = Conversions::new(apis::kinds::CONVERSIONS, &metrics);
+            match Webhook::bind(conversions, &settings).await {
+                Ok(webhook) => Some(tokio::spawn(
+                    webhook.run(shutdown.clone().cancelled_owned()),
+                )),
+                Err(error) => {
+                    shutdown.cancel();
+                    return Err(error.into());
+                }
+            }
+        }
+        None => {
+            info!(
+                "WEBHOOK_TLS_CERT_DIR is unset: no conversion webhook, so the API server \
+                 cannot serve the deprecated v1alpha1 namespaced kinds"
+            );
+            None
+        }
+    };
+
     let (ready_tx, ready_rx) = watch::channel(false);
 
     let health = spawn_server(
@@ -171,6 +201,11 @@ pub async fn run(
             Err(e) => error!(error = %e, "server task panicked"),
             Ok(Ok(())) => {}
         }
+    }
+    if let Some(webhook) = webhook
+        && let Err(e) = webhook.await
+    {
+        error!(error = %e, "conversion webhook task panicked");
     }
     info!("provider stopped");
     result

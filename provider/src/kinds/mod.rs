@@ -2,6 +2,7 @@
 //! onto fakecloud's API. Everything else is the generic runtime's.
 
 mod database;
+mod later;
 mod network;
 mod node_group;
 
