@@ -106,7 +106,7 @@ LABEL org.opencontainers.image.title=provider-fakecloud \
 COPY --from=build /out/provider /usr/local/bin/provider
 USER 65532:65532
 ENV PROVIDER_METRICS_ADDR=0.0.0.0:8080 PROVIDER_HEALTH_ADDR=0.0.0.0:8081
-EXPOSE 8080 8081
+EXPOSE 8080 8081 9443
 ENTRYPOINT ["/usr/local/bin/provider"]
 
 FROM runtime AS tools

@@ -10,10 +10,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinition, CustomResourceDefinitionSpec,
+    CustomResourceConversion, CustomResourceDefinition, CustomResourceDefinitionSpec,
+    ServiceReference, WebhookClientConfig, WebhookConversion,
 };
 use kube::CustomResourceExt;
 use kube::core::ObjectMeta;
+use kube::core::crd::merge_crds;
 use serde::{Deserialize, Serialize};
 
 use crate::kinds::provider_config::m::{
@@ -25,7 +27,8 @@ use crate::kinds::{
     ProviderConfigUsage, Subnet, SubnetQuery, Vpc, VpcQuery, database_instance, nodegroup, subnet,
     vpc,
 };
-use crossplane_types::Managed;
+use crossplane_types::conversion::KindVersions;
+use crossplane_types::{ConnectionDetail, Managed};
 
 /// The command that regenerates the files, as the README and the file
 /// headers state it.
@@ -113,7 +116,14 @@ pub struct ManagedResourceDefinition {
 
 /// The MRD of a managed kind, documenting [`Managed::CONNECTION_DETAILS`].
 pub fn mrd<M: Managed>() -> ManagedResourceDefinition {
-    let crd = M::crd();
+    mrd_of(M::crd(), M::CONNECTION_DETAILS)
+}
+
+/// The MRD of a CRD, documenting `connection_details`.
+fn mrd_of(
+    crd: CustomResourceDefinition,
+    details: &[ConnectionDetail],
+) -> ManagedResourceDefinition {
     ManagedResourceDefinition {
         api_version: MRD_API_VERSION.to_owned(),
         kind: "ManagedResourceDefinition".to_owned(),
@@ -123,7 +133,7 @@ pub fn mrd<M: Managed>() -> ManagedResourceDefinition {
         },
         spec: ManagedResourceDefinitionSpec {
             crd: crd.spec,
-            connection_details: M::CONNECTION_DETAILS
+            connection_details: details
                 .iter()
                 .map(|d| ConnectionDetailDoc {
                     name: d.name.to_owned(),
@@ -135,17 +145,103 @@ pub fn mrd<M: Managed>() -> ManagedResourceDefinition {
     }
 }
 
-/// The CRDs of every kind: the four managed kinds in both scopes, then
+/// The Service the CRDs' conversion calls, as the package declares it.
+/// Crossplane's package manager replaces the name, namespace and port with
+/// the provider's own Service (named after the package, in Crossplane's
+/// namespace, port 9443) and adds the CA bundle (the provider's serving
+/// certificate); it keeps the path. Anywhere else (the e2e control plane,
+/// compose), the test equipment writes a URL and a CA bundle of its own.
+pub const WEBHOOK_SERVICE: (&str, &str, i32) = ("provider-fakecloud", "crossplane-system", 9443);
+
+/// The path of the conversion webhook on the provider.
+pub const WEBHOOK_PATH: &str = "/convert";
+
+/// One CRD serving every version of `versions`: `older`'s versions
+/// deprecated with a warning that names the newest, the newest stored,
+/// conversion by the provider's webhook.
+fn multi_version(
+    versions: &KindVersions,
+    mut crds: Vec<CustomResourceDefinition>,
+) -> CustomResourceDefinition {
+    let newest = versions.newest();
+    crds.sort_by_key(|crd| {
+        let name = crd.spec.versions.first().map(|v| v.name.clone());
+        versions
+            .versions()
+            .iter()
+            .position(|v| Some(*v) == name.as_deref())
+    });
+    let mut crd = merge_crds(crds, newest).expect("the versions of one kind merge");
+    crd.spec
+        .versions
+        .sort_by_key(|v| versions.versions().iter().position(|name| *name == v.name));
+    for version in &mut crd.spec.versions {
+        if version.name != newest {
+            version.deprecated = Some(true);
+            version.deprecation_warning = Some(format!(
+                "{group}/{old} {kind} is deprecated; use {group}/{newest}",
+                group = versions.group,
+                old = version.name,
+                kind = versions.kind,
+            ));
+        }
+    }
+    let (name, namespace, port) = WEBHOOK_SERVICE;
+    crd.spec.conversion = Some(CustomResourceConversion {
+        strategy: "Webhook".to_owned(),
+        webhook: Some(WebhookConversion {
+            conversion_review_versions: vec!["v1".to_owned()],
+            client_config: Some(WebhookClientConfig {
+                service: Some(ServiceReference {
+                    name: name.to_owned(),
+                    namespace: namespace.to_owned(),
+                    path: Some(WEBHOOK_PATH.to_owned()),
+                    port: Some(port),
+                }),
+                ..WebhookClientConfig::default()
+            }),
+        }),
+    });
+    crd
+}
+
+/// The four namespaced managed kinds' CRDs, each at v1alpha1 and v1beta1.
+fn namespaced_crds() -> Vec<CustomResourceDefinition> {
+    vec![
+        multi_version(
+            &vpc::v1beta1::VERSIONS,
+            vec![vpc::m::Vpc::crd(), vpc::v1beta1::Vpc::crd()],
+        ),
+        multi_version(
+            &subnet::v1beta1::VERSIONS,
+            vec![subnet::m::Subnet::crd(), subnet::v1beta1::Subnet::crd()],
+        ),
+        multi_version(
+            &nodegroup::v1beta1::VERSIONS,
+            vec![
+                nodegroup::m::NodeGroup::crd(),
+                nodegroup::v1beta1::NodeGroup::crd(),
+            ],
+        ),
+        multi_version(
+            &database_instance::v1beta1::VERSIONS,
+            vec![
+                database_instance::m::DatabaseInstance::crd(),
+                database_instance::v1beta1::DatabaseInstance::crd(),
+            ],
+        ),
+    ]
+}
+
+/// The CRDs of every kind: the four managed kinds in both scopes (the
+/// namespaced ones at v1alpha1 and v1beta1), then
 /// the ProviderConfig kinds and their usages, namespaced (v2) first, then
 /// the four query kinds. A query kind is not a managed resource: it has a
 /// plain CRD and no MRD, so Crossplane installs it with the package and
 /// no activation policy gates it.
 pub fn crds() -> Vec<CustomResourceDefinition> {
-    vec![
-        vpc::m::Vpc::crd(),
-        subnet::m::Subnet::crd(),
-        nodegroup::m::NodeGroup::crd(),
-        database_instance::m::DatabaseInstance::crd(),
+    let mut crds = namespaced_crds();
+    crds.extend([
         Vpc::crd(),
         Subnet::crd(),
         NodeGroup::crd(),
@@ -160,22 +256,31 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         SubnetQuery::crd(),
         NodeGroupQuery::crd(),
         DatabaseInstanceQuery::crd(),
-    ]
+    ]);
+    crds
 }
 
 /// The MRDs of the four managed kinds in both scopes, namespaced (v2)
 /// first.
 pub fn mrds() -> Vec<ManagedResourceDefinition> {
-    vec![
-        mrd::<vpc::m::Vpc>(),
-        mrd::<subnet::m::Subnet>(),
-        mrd::<nodegroup::m::NodeGroup>(),
-        mrd::<database_instance::m::DatabaseInstance>(),
+    let details = [
+        vpc::v1beta1::Vpc::CONNECTION_DETAILS,
+        subnet::v1beta1::Subnet::CONNECTION_DETAILS,
+        nodegroup::v1beta1::NodeGroup::CONNECTION_DETAILS,
+        database_instance::v1beta1::DatabaseInstance::CONNECTION_DETAILS,
+    ];
+    let mut mrds: Vec<_> = namespaced_crds()
+        .into_iter()
+        .zip(details)
+        .map(|(crd, details)| mrd_of(crd, details))
+        .collect();
+    mrds.extend([
         mrd::<Vpc>(),
         mrd::<Subnet>(),
         mrd::<NodeGroup>(),
         mrd::<DatabaseInstance>(),
-    ]
+    ]);
+    mrds
 }
 
 /// A generated file: its path under the package root and its text.

@@ -1,5 +1,6 @@
 //! The conversions of the four namespaced kinds between `v1alpha1` and
-//! `v1beta1`, over objects generated from each version's own CRD schema:
+//! `v1beta1`, over objects generated from each version's own CRD schema
+//! (with nulls where the API server's field manager puts them):
 //! every round trip is the identity, and a converted object holds no field
 //! its version's schema lacks (the API server would prune it, and the
 //! value would be lost).
@@ -66,7 +67,14 @@ fn object(schema: &Value, depth: u32) -> BoxedStrategy<Value> {
             if required.contains(&name.as_str()) {
                 value.prop_map(move |v| Some((name.clone(), v))).boxed()
             } else {
-                prop::option::of(value.prop_map(move |v| (name.clone(), v))).boxed()
+                // Absent, set, or null: the API server's field manager
+                // converts partial objects whose emptied fields are null.
+                let null = Just(Some((name.clone(), Value::Null)));
+                prop_oneof![
+                    2 => prop::option::of(value.prop_map(move |v| (name.clone(), v))),
+                    1 => null,
+                ]
+                .boxed()
             }
         })
         .collect();

@@ -189,26 +189,26 @@ fn every_example_parses_into_the_rust_types_and_passes_the_schema_and_rules() {
             ("network.fakecloud.crossplane.io/v1alpha1", "VPC") => {
                 check_resource::<Vpc>(&file, &document)
             }
-            ("network.fakecloud.m.crossplane.io/v1alpha1", "VPC") => {
-                check_resource::<vpc::m::Vpc>(&file, &document)
+            ("network.fakecloud.m.crossplane.io/v1beta1", "VPC") => {
+                check_resource::<vpc::v1beta1::Vpc>(&file, &document)
             }
             ("network.fakecloud.crossplane.io/v1alpha1", "Subnet") => {
                 check_resource::<Subnet>(&file, &document)
             }
-            ("network.fakecloud.m.crossplane.io/v1alpha1", "Subnet") => {
-                check_resource::<subnet::m::Subnet>(&file, &document)
+            ("network.fakecloud.m.crossplane.io/v1beta1", "Subnet") => {
+                check_resource::<subnet::v1beta1::Subnet>(&file, &document)
             }
             ("compute.fakecloud.crossplane.io/v1alpha1", "NodeGroup") => {
                 check_resource::<NodeGroup>(&file, &document)
             }
-            ("compute.fakecloud.m.crossplane.io/v1alpha1", "NodeGroup") => {
-                check_resource::<nodegroup::m::NodeGroup>(&file, &document)
+            ("compute.fakecloud.m.crossplane.io/v1beta1", "NodeGroup") => {
+                check_resource::<nodegroup::v1beta1::NodeGroup>(&file, &document)
             }
             ("database.fakecloud.crossplane.io/v1alpha1", "DatabaseInstance") => {
                 check_resource::<DatabaseInstance>(&file, &document)
             }
-            ("database.fakecloud.m.crossplane.io/v1alpha1", "DatabaseInstance") => {
-                check_resource::<database_instance::m::DatabaseInstance>(&file, &document)
+            ("database.fakecloud.m.crossplane.io/v1beta1", "DatabaseInstance") => {
+                check_resource::<database_instance::v1beta1::DatabaseInstance>(&file, &document)
             }
             ("fakecloud.crossplane.io/v1alpha1", "ProviderConfig") => {
                 check_resource::<ProviderConfig>(&file, &document)

@@ -329,17 +329,18 @@ fn take(root: &mut Value, pointer: &str) -> Option<Value> {
     Some(taken)
 }
 
-/// Removes the objects on the path to `pointer` that are empty, innermost
-/// first.
+/// Removes the objects on the path to `pointer` that are empty or null,
+/// innermost first.
 fn prune_empty_parents(root: &mut Value, pointer: &str) {
     let Some((mut at, _)) = pointer.rsplit_once('/') else {
         return;
     };
     while !at.is_empty() {
+        // A null group is as empty as `{}`: the API server's field
+        // manager sends partial objects with their emptied objects null.
         let emptied = root
             .pointer(at)
-            .and_then(Value::as_object)
-            .is_some_and(Map::is_empty);
+            .is_some_and(|v| v.is_null() || v.as_object().is_some_and(Map::is_empty));
         if !emptied {
             break;
         }
@@ -353,12 +354,16 @@ fn prune_empty_parents(root: &mut Value, pointer: &str) {
     }
 }
 
-/// Sets `pointer` to `value`, making the objects on its path. A path
-/// through a value that is not an object leaves `root` as it is.
+/// Sets `pointer` to `value`, making the objects on its path (a null on
+/// it becomes one). A path through another value that is not an object
+/// leaves `root` as it is.
 fn put(root: &mut Value, pointer: &str, value: Value) {
     let mut at = root;
     let mut tokens = pointer.split('/').skip(1).map(unescape).peekable();
     while let Some(token) = tokens.next() {
+        if at.is_null() {
+            *at = Value::Object(Map::new());
+        }
         let Some(map) = at.as_object_mut() else {
             return;
         };

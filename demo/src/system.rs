@@ -137,7 +137,8 @@ impl System {
             api_key: cloud_server.api_key().to_owned(),
             admin_token: cloud_server.admin_token().to_owned(),
         };
-        let standin = StandIn::start(cluster.client()).await?;
+        let standin =
+            StandIn::start(cluster.client(), Some(cluster.conversion_target().await?)).await?;
         progress.step(
             "Crossplane stand-in running in-process (e2e::crossplane_standin; real Crossplane on the kind path): CRDs ManagedResourceDefinition and ManagedResourceActivationPolicy installed",
         );

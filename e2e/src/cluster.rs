@@ -19,12 +19,13 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::version::Info;
-use kube::Client;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt};
 
 use crate::assets::AssetSearch;
 #[cfg(feature = "containers")]
 use crate::containers::ContainerControlPlane;
+use crate::conversion::{ConversionStandIn, WebhookTarget, converts_by_webhook};
 use crate::crds;
 use crate::error::ClusterError;
 #[cfg(feature = "containers")]
@@ -228,6 +229,7 @@ impl ClusterOptions {
             inner,
             installed_crds: Vec::new(),
             startup: Duration::ZERO,
+            conversion: tokio::sync::OnceCell::new(),
         };
         let mut crd_files = Vec::new();
         if self.package_crds {
@@ -276,6 +278,9 @@ pub struct TestCluster {
     inner: Inner,
     installed_crds: Vec<String>,
     startup: Duration,
+    /// The conversion webhook of this cluster's CRDs, started when the
+    /// first CRD that converts by webhook is installed.
+    conversion: tokio::sync::OnceCell<ConversionStandIn>,
 }
 
 impl std::fmt::Debug for TestCluster {
@@ -408,7 +413,69 @@ impl TestCluster {
         for file in files {
             docs.extend(crds::load_manifests(file)?);
         }
-        crds::install(&self.client, docs, !self.supports_cel_rules()).await
+        self.install_wired(docs).await
+    }
+
+    /// Installs `crds`, those converting by webhook pointed at this
+    /// cluster's conversion webhook.
+    async fn install_wired(
+        &self,
+        crds: Vec<serde_json::Value>,
+    ) -> Result<Vec<String>, ClusterError> {
+        let webhook = if crds.iter().any(converts_by_webhook) {
+            Some(self.conversion_target().await?)
+        } else {
+            None
+        };
+        crds::install(
+            &self.client,
+            crds,
+            !self.supports_cel_rules(),
+            webhook.as_ref(),
+        )
+        .await
+    }
+
+    /// Where this cluster's CRDs send conversions: the webhook the harness
+    /// serves from this process for the cluster's life
+    /// ([`crate::conversion::ConversionStandIn`]), started on first use.
+    pub async fn conversion_target(&self) -> Result<WebhookTarget, ClusterError> {
+        let standin = self
+            .conversion
+            .get_or_try_init(ConversionStandIn::start)
+            .await?;
+        Ok(standin.target().clone())
+    }
+
+    /// Points every installed CRD that converts by webhook at `target`
+    /// instead (a provider's own webhook, for a test of it); returns their
+    /// names.
+    pub async fn point_conversions_at(
+        &self,
+        target: &WebhookTarget,
+    ) -> Result<Vec<String>, ClusterError> {
+        let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        let list = api
+            .list(&Default::default())
+            .await
+            .map_err(|e| ClusterError::kube("listing CRDs", e))?;
+        let mut pointed = Vec::new();
+        for crd in list {
+            let name = crd.name_any();
+            let value = serde_json::to_value(&crd).map_err(|e| ClusterError::Manifest {
+                path: PathBuf::from(format!("<CustomResourceDefinition {name}>")),
+                reason: e.to_string(),
+            })?;
+            if !converts_by_webhook(&value) {
+                continue;
+            }
+            let patch = serde_json::json!({"spec": {"conversion": {"webhook": {"clientConfig": target.client_config()}}}});
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(|e| ClusterError::kube(format!("pointing CRD {name}'s conversion"), e))?;
+            pointed.push(name);
+        }
+        Ok(pointed)
     }
 
     /// Applies CRDs given as JSON (e.g. made from MRDs, as Crossplane makes
@@ -419,7 +486,7 @@ impl TestCluster {
         &self,
         crds: Vec<serde_json::Value>,
     ) -> Result<Vec<String>, ClusterError> {
-        crds::install(&self.client, crds, !self.supports_cel_rules()).await
+        self.install_wired(crds).await
     }
 
     /// Applies one CRD (e.g. `VPC::crd()`) and waits until it is Established.
@@ -437,8 +504,7 @@ impl TestCluster {
         // The typed struct omits these two; server-side apply needs them.
         value["apiVersion"] = "apiextensions.k8s.io/v1".into();
         value["kind"] = "CustomResourceDefinition".into();
-        let mut names =
-            crds::install(&self.client, vec![value], !self.supports_cel_rules()).await?;
+        let mut names = self.install_wired(vec![value]).await?;
         Ok(names.remove(0))
     }
 

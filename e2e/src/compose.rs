@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
+
+use crate::conversion::WebhookTarget;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
@@ -53,6 +55,30 @@ pub mod files {
     pub const PROVIDER_KUBECONFIG: &str = "provider.kubeconfig";
     /// Name of the host's kubeconfig in the host folder.
     pub const HOST_KUBECONFIG: &str = "kubeconfig";
+    /// The provider's conversion-webhook certificate (`tls.crt`,
+    /// `tls.key`): the provider's `WEBHOOK_TLS_CERT_DIR`, as Crossplane
+    /// mounts a provider's TLS Secret.
+    pub const WEBHOOK: &str = "webhook";
+}
+
+/// The provider's name on the compose network, which its webhook
+/// certificate names.
+pub const PROVIDER_HOST: &str = "provider";
+
+/// Where the API server sends the CRDs' conversions in the compose
+/// system: the provider's webhook, verified with the certificate
+/// [`prepare`] made for it. The crossplane-standin service writes it into
+/// the CRDs it makes, as Crossplane's package manager does with a
+/// provider's Service and certificate.
+pub fn webhook_target(state: &Path) -> Result<WebhookTarget, ClusterError> {
+    let path = state.join(files::WEBHOOK).join("tls.crt");
+    let pem = std::fs::read_to_string(&path)
+        .map_err(|e| ClusterError::io(format!("reading {}", path.display()), e))?;
+    Ok(WebhookTarget::new(
+        PROVIDER_HOST,
+        apis::generate::WEBHOOK_SERVICE.2 as u16,
+        pem,
+    ))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -125,6 +151,12 @@ pub fn prepare(options: &Prepare) -> Result<Prepared, SetupError> {
             &tokens,
             &format!("{token},{ADMIN_USER},{ADMIN_USER},system:masters\n"),
         )?;
+    }
+    let webhook_dir = options.state.join(files::WEBHOOK);
+    if !webhook_dir.join("tls.crt").is_file() {
+        std::fs::create_dir_all(&webhook_dir)
+            .map_err(|e| SetupError::io(format!("creating {}", webhook_dir.display()), e))?;
+        crate::conversion::write_serving_cert(&webhook_dir, &[PROVIDER_HOST])?;
     }
     let ca_pem = read(&ca_file)?;
     let token = admin_token(&read(&tokens)?)?;

@@ -14,6 +14,7 @@ use kube::runtime::wait::{await_condition, conditions};
 use kube::{Client, ResourceExt};
 use serde_json::Value;
 
+use crate::conversion::WebhookTarget;
 use crate::error::ClusterError;
 
 /// Field manager of every write the harness makes.
@@ -127,16 +128,21 @@ pub fn supports_cel_rules(major: &str, minor: &str) -> bool {
 }
 
 /// Applies CRDs server-side and waits until every one is Established.
-/// Returns their names in input order.
+/// Returns their names in input order. A CRD whose conversion is a
+/// webhook is pointed at `webhook` first ([`crate::conversion`]).
 pub(crate) async fn install(
     client: &Client,
     crds: Vec<Value>,
     strip_cel: bool,
+    webhook: Option<&WebhookTarget>,
 ) -> Result<Vec<String>, ClusterError> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let mut names = Vec::with_capacity(crds.len());
     for mut crd in crds {
         let name = crd_name(&crd)?;
+        if let Some(webhook) = webhook {
+            webhook.wire(&mut crd);
+        }
         if strip_cel {
             let removed = strip_cel_rules(&mut crd);
             if removed > 0 {

@@ -34,6 +34,10 @@ pub enum ClusterError {
         error: std::io::Error,
     },
 
+    /// The conversion webhook stand-in could not start.
+    #[error("starting the conversion webhook stand-in: {0}")]
+    Webhook(String),
+
     /// Generating the test PKI (CA, serving certificate, service-account key).
     #[error("generating {what}: {error}")]
     Pki {

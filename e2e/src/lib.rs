@@ -24,6 +24,7 @@ mod cluster;
 pub mod compose;
 #[cfg(feature = "containers")]
 pub mod containers;
+pub mod conversion;
 pub mod crds;
 pub mod crossplane_standin;
 mod error;

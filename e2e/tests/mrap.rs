@@ -228,7 +228,8 @@ async fn start_flow() -> anyhow::Result<Flow> {
         running(&world.metrics).is_empty(),
         "no controller before the package"
     );
-    let standin = StandIn::start(world.kube()).await?;
+    let standin =
+        StandIn::start(world.kube(), Some(world.cluster.conversion_target().await?)).await?;
     let installed = Package::of_this_provider()?.install(&world.kube()).await?;
     assert_eq!(
         installed.state, "Inactive",
@@ -293,7 +294,7 @@ async fn the_stand_in_keeps_mrds_as_written_and_activates_what_policies_name() -
     e2e::init_tracing();
     let cluster = TestCluster::start_empty().await?;
     let kube = cluster.client();
-    let _standin = StandIn::start(kube.clone()).await?;
+    let _standin = StandIn::start(kube.clone(), Some(cluster.conversion_target().await?)).await?;
     let package = Package::of_this_provider()?;
     package.install(&kube).await?;
 

@@ -39,7 +39,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, ensure};
-use apis::kinds::vpc::m::Vpc;
+use apis::kinds::vpc::v1beta1::Vpc;
 use crossplane_types::well_known::EXTERNAL_NAME_ANNOTATION;
 use e2e::containers::{FakecloudContainer, ProviderPod};
 use e2e::world::is_ready;
@@ -200,7 +200,7 @@ async fn apply_vpcs(api: &Api<Vpc>, namespace: &str) -> anyhow::Result<()> {
         .map(|i| async move {
             let name = format!("vpc-{i}");
             let vpc = json!({
-                "apiVersion": "network.fakecloud.m.crossplane.io/v1alpha1", "kind": "VPC",
+                "apiVersion": "network.fakecloud.m.crossplane.io/v1beta1", "kind": "VPC",
                 "metadata": { "name": name, "namespace": namespace },
                 "spec": { "forProvider": { "region": REGION, "cidrBlock": "10.0.0.0/16",
                           "tags": { "step": "created" } } },

@@ -130,6 +130,11 @@ pub async fn run(
         ),
     );
 
+    // Objects stored at v1alpha1 are rewritten at v1beta1, once, beside
+    // the controllers: reading them needs the conversion webhook, which is
+    // up by now when this process serves it.
+    let migration = tokio::spawn(migrate_storage(kube.clone(), metrics.clone()));
+
     let identity = config.replica_identity(
         std::env::var("POD_NAME").ok(),
         std::fs::read_to_string("/proc/sys/kernel/hostname").ok(),
@@ -202,6 +207,7 @@ pub async fn run(
             Ok(Ok(())) => {}
         }
     }
+    migration.abort();
     if let Some(webhook) = webhook
         && let Err(e) = webhook.await
     {
@@ -209,6 +215,20 @@ pub async fn run(
     }
     info!("provider stopped");
     result
+}
+
+/// Migrates the stored objects of every kind with several versions
+/// ([`runtime::conversion::storage`]); a failure is logged, and the next
+/// start tries again.
+async fn migrate_storage(kube: kube::Client, metrics: Metrics) {
+    for kind in apis::kinds::CONVERSIONS {
+        match runtime::conversion::storage::migrate(&kube, kind, &metrics).await {
+            Ok(done) => tracing::debug!(kind = kind.kind, ?done, "storage migration"),
+            Err(error) => {
+                error!(kind = kind.kind, %error, "storage migration failed; the next start tries again")
+            }
+        }
+    }
 }
 
 /// Runs one of the provider's HTTP servers as a task, naming it in its error.

@@ -1,11 +1,9 @@
 //! `DatabaseInstance`: a managed SQL database
 //! (`database.fakecloud.crossplane.io/v1alpha1`).
 
-/// The namespaced kind's next version, `v1beta1`, and how it converts
-/// from the namespaced `v1alpha1` one here (`m`). The package's CRDs do
-/// not serve it yet: they switch, with `v1beta1` stored and `v1alpha1`
-/// deprecated, once the test equipment stands in for Crossplane's webhook
-/// wiring (issue 46).
+/// The namespaced kind at `v1beta1`, the stored version, and how it
+/// converts from the namespaced `v1alpha1` one here (`m`), which stays
+/// served, deprecated.
 pub mod v1beta1;
 
 use std::collections::BTreeMap;

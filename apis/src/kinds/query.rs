@@ -206,27 +206,27 @@ macro_rules! query_kind {
 
 query_kind! {
     kind: "VPCQuery", root: "VpcQuery" VpcQuery, spec: VpcQuerySpec, singular: "vpcquery", plural: "vpcqueries",
-    filter: VpcFilter, managed: vpc::m::Vpc,
+    filter: VpcFilter, managed: vpc::v1beta1::Vpc,
     doc: "Finds VPCs by a filter and owns one observe-only VPC per match."
 }
 
 query_kind! {
     kind: "SubnetQuery", root: "SubnetQuery" SubnetQuery, spec: SubnetQuerySpec, singular: "subnetquery",
     plural: "subnetqueries",
-    filter: SubnetFilter, managed: subnet::m::Subnet,
+    filter: SubnetFilter, managed: subnet::v1beta1::Subnet,
     doc: "Finds Subnets by a filter and owns one observe-only Subnet per match."
 }
 
 query_kind! {
     kind: "NodeGroupQuery", root: "NodeGroupQuery" NodeGroupQuery, spec: NodeGroupQuerySpec,
     singular: "nodegroupquery", plural: "nodegroupqueries",
-    filter: NodeGroupFilter, managed: nodegroup::m::NodeGroup,
+    filter: NodeGroupFilter, managed: nodegroup::v1beta1::NodeGroup,
     doc: "Finds a cluster's NodeGroups by a filter and owns one observe-only NodeGroup per match."
 }
 
 query_kind! {
     kind: "DatabaseInstanceQuery", root: "DatabaseInstanceQuery" DatabaseInstanceQuery, spec: DatabaseInstanceQuerySpec,
     singular: "databaseinstancequery", plural: "databaseinstancequeries",
-    filter: DatabaseInstanceFilter, managed: database_instance::m::DatabaseInstance,
+    filter: DatabaseInstanceFilter, managed: database_instance::v1beta1::DatabaseInstance,
     doc: "Finds DatabaseInstances by a filter and owns one observe-only DatabaseInstance per match."
 }

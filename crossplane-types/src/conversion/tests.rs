@@ -143,6 +143,34 @@ fn the_older_versions_leftovers_are_kept_going_up_too() {
 }
 
 #[test]
+fn a_null_group_of_moved_fields_goes_as_an_empty_one_does() {
+    // The API server's field manager converts partial objects whose emptied
+    // objects are null; the older version has no `dns` at all.
+    assert_eq!(
+        STEP.down(json!({"region": "r", "dns": null, "tags": null})),
+        json!({"region": "r", "tags": null})
+    );
+    assert_eq!(
+        STEP.down(json!({"dns": {"resolution": null}})),
+        json!({"enableDnsSupport": null})
+    );
+    let mut beta = KIND
+        .convert(alpha(json!({"region": "r"})), "v1beta1")
+        .unwrap();
+    beta["status"]["atProvider"] = json!({"dns": null, "id": "vpc-1"});
+    let down = KIND.convert(beta.clone(), "v1alpha1").unwrap();
+    assert_eq!(down["status"]["atProvider"], json!({"id": "vpc-1"}));
+    assert_eq!(KIND.convert(down, "v1beta1").unwrap(), beta);
+}
+
+#[test]
+fn a_field_moves_into_a_group_that_is_null() {
+    let mut target = json!({"dns": null});
+    put(&mut target, "/dns/resolution", json!(true));
+    assert_eq!(target, json!({"dns": {"resolution": true}}));
+}
+
+#[test]
 fn a_conversion_to_its_own_version_changes_nothing() {
     let object = alpha(json!({"region": "r", "enableDnsSupport": true}));
     assert_eq!(KIND.convert(object.clone(), "v1alpha1").unwrap(), object);
@@ -211,6 +239,7 @@ mod properties {
 
     fn scalar() -> impl Strategy<Value = Value> {
         prop_oneof![
+            Just(Value::Null),
             any::<bool>().prop_map(Value::from),
             any::<i32>().prop_map(Value::from),
             "[a-z]{0,4}".prop_map(Value::from),
@@ -228,19 +257,26 @@ mod properties {
             "tenancy",
             "tags",
         ]);
-        let dns = prop::option::of(prop::collection::btree_map(
+        let dns = prop::option::of(prop::option::of(prop::collection::btree_map(
             prop::sample::select(vec!["resolution", "hostnames", "other"]),
             scalar(),
             0..3,
-        ));
+        )));
         (prop::collection::btree_map(keys, scalar(), 0..6), dns).prop_map(|(fields, dns)| {
             let mut map: Map<String, Value> =
                 fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
-            if let Some(dns) = dns {
-                map.insert(
-                    "dns".to_owned(),
-                    Value::Object(dns.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()),
-                );
+            match dns {
+                Some(Some(dns)) => {
+                    map.insert(
+                        "dns".to_owned(),
+                        Value::Object(dns.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()),
+                    );
+                }
+                // A null group, as the API server's field manager sends.
+                Some(None) => {
+                    map.insert("dns".to_owned(), Value::Null);
+                }
+                None => {}
             }
             Value::Object(map)
         })

@@ -103,8 +103,10 @@ async fn crossplane_standin(state: &Path) -> Result<(), StandInError> {
     println!(
         "Crossplane stand-in: the ManagedResourceDefinition and ManagedResourceActivationPolicy controllers (Crossplane itself runs them on a real cluster)"
     );
+    let webhook = e2e::compose::webhook_target(state)?;
     e2e::crossplane_standin::run_with_kubeconfig(
         &state.join(e2e::compose::files::ADMIN_KUBECONFIG),
+        Some(webhook),
         shutdown,
     )
     .await

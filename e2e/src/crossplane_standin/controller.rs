@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::policy::{self, CrdState, Definition, Policy};
 use super::{FIELD_MANAGER, StandInError, mrap_api, mrap_resource, mrd_api, mrd_resource};
+use crate::conversion::WebhookTarget;
 use crate::crds::strip_cel_rules;
 
 /// First wait before a failed pass is tried again; doubles up to
@@ -42,6 +43,8 @@ pub(crate) struct Reconciler {
     crds: Api<CustomResourceDefinition>,
     /// The server predates CEL rules: CRDs are applied without them.
     strip_cel: bool,
+    /// Where the CRDs whose conversion is a webhook send it.
+    webhook: Option<WebhookTarget>,
     /// MRD name -> (uid, generation) whose CRD this process applied, so an
     /// unchanged MRD whose CRD exists is not applied again on every pass.
     applied: HashMap<String, (String, i64)>,
@@ -55,12 +58,13 @@ pub(crate) struct Pass {
 }
 
 impl Reconciler {
-    pub(crate) fn new(client: Client, strip_cel: bool) -> Self {
+    pub(crate) fn new(client: Client, strip_cel: bool, webhook: Option<WebhookTarget>) -> Self {
         Self {
             mrds: mrd_api(client.clone()),
             mraps: mrap_api(client.clone()),
             crds: Api::all(client),
             strip_cel,
+            webhook,
             applied: HashMap::new(),
         }
     }
@@ -286,6 +290,9 @@ impl Reconciler {
         };
         if self.strip_cel {
             strip_cel_rules(&mut crd);
+        }
+        if let Some(webhook) = &self.webhook {
+            webhook.wire(&mut crd);
         }
         match self
             .crds

@@ -62,6 +62,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::conversion::WebhookTarget;
 use crate::error::ClusterError;
 
 /// Field manager of the stand-in's writes (CRDs, MRD state, statuses).
@@ -158,7 +159,7 @@ pub async fn install_definitions(client: &Client) -> Result<bool, StandInError> 
             crate::crds::strip_cel_rules(crd);
         });
     }
-    crate::crds::install(client, definitions, false).await?;
+    crate::crds::install(client, definitions, false, None).await?;
     Ok(strip)
 }
 
@@ -185,10 +186,16 @@ pub async fn wait_for_definitions(client: &Client, timeout: Duration) -> Result<
 }
 
 /// Installs the MRD and MRAP CRDs, then runs the controllers until
-/// `shutdown`.
-pub async fn run(client: Client, shutdown: CancellationToken) -> Result<(), StandInError> {
+/// `shutdown`. The CRDs it makes from MRDs whose conversion is a webhook
+/// are pointed at `webhook`, as Crossplane's package manager points them
+/// at the provider's Service ([`crate::conversion`]).
+pub async fn run(
+    client: Client,
+    webhook: Option<WebhookTarget>,
+    shutdown: CancellationToken,
+) -> Result<(), StandInError> {
     let strip = install_definitions(&client).await?;
-    controller::Reconciler::new(client, strip)
+    controller::Reconciler::new(client, strip, webhook)
         .run(shutdown)
         .await
 }
@@ -196,10 +203,11 @@ pub async fn run(client: Client, shutdown: CancellationToken) -> Result<(), Stan
 /// [`run`] against the cluster of a kubeconfig file (compose's service).
 pub async fn run_with_kubeconfig(
     kubeconfig: &Path,
+    webhook: Option<WebhookTarget>,
     shutdown: CancellationToken,
 ) -> Result<(), StandInError> {
     let client = crate::kubeconfig::client_from_file(kubeconfig).await?;
-    run(client, shutdown).await
+    run(client, webhook, shutdown).await
 }
 
 /// The stand-in running in a task of this process (tests, the local demo);
@@ -212,11 +220,16 @@ pub struct StandIn {
 
 impl StandIn {
     /// Installs the MRD and MRAP CRDs (returning once both are
-    /// Established), then runs the controllers in a task.
-    pub async fn start(client: Client) -> Result<Self, StandInError> {
+    /// Established), then runs the controllers in a task, pointing the
+    /// conversion of the CRDs it makes at `webhook` (see [`run`]).
+    pub async fn start(
+        client: Client,
+        webhook: Option<WebhookTarget>,
+    ) -> Result<Self, StandInError> {
         let strip = install_definitions(&client).await?;
         let shutdown = CancellationToken::new();
-        let task = tokio::spawn(controller::Reconciler::new(client, strip).run(shutdown.clone()));
+        let task =
+            tokio::spawn(controller::Reconciler::new(client, strip, webhook).run(shutdown.clone()));
         Ok(Self {
             shutdown,
             task: Some(task),
@@ -325,8 +338,8 @@ impl Package {
     /// `safe-start` provider and `Active` otherwise. An MRD that is Active
     /// already stays so.
     pub async fn install(&self, client: &Client) -> Result<Installed, StandInError> {
-        let crds =
-            crate::crds::install(client, self.crds.clone(), strips_cel(client).await?).await?;
+        let crds = crate::crds::install(client, self.crds.clone(), strips_cel(client).await?, None)
+            .await?;
         let state = if self.safe_start {
             "Inactive"
         } else {

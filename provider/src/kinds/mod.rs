@@ -25,16 +25,17 @@ const TAGS: runtime::TagsField = runtime::TagsField {
 };
 
 /// `provider` with the four managed kinds in both scopes (the namespaced
-/// ones first: Crossplane v2's), which connect through `connect`, and the
-/// three ProviderConfig kinds' controllers.
+/// ones first: Crossplane v2's, at their stored version `v1beta1`), which
+/// connect through `connect`, and the three ProviderConfig kinds'
+/// controllers.
 pub fn add(provider: Provider, connect: &Arc<FakecloudConnect>) -> Provider {
     use apis::kinds::provider_config::{self, m};
     use apis::kinds::{database_instance, nodegroup, subnet, vpc};
     provider
-        .managed::<vpc::m::Vpc, _>(connect.clone())
-        .managed::<subnet::m::Subnet, _>(connect.clone())
-        .managed::<nodegroup::m::NodeGroup, _>(connect.clone())
-        .managed::<database_instance::m::DatabaseInstance, _>(connect.clone())
+        .managed::<vpc::v1beta1::Vpc, _>(connect.clone())
+        .managed::<subnet::v1beta1::Subnet, _>(connect.clone())
+        .managed::<nodegroup::v1beta1::NodeGroup, _>(connect.clone())
+        .managed::<database_instance::v1beta1::DatabaseInstance, _>(connect.clone())
         .managed::<vpc::Vpc, _>(connect.clone())
         .managed::<subnet::Subnet, _>(connect.clone())
         .managed::<nodegroup::NodeGroup, _>(connect.clone())

@@ -13,6 +13,7 @@
 
 #[cfg(feature = "rustls-tls")]
 mod serve;
+pub mod storage;
 #[cfg(test)]
 mod tests;
 

@@ -125,13 +125,20 @@ impl Webhook {
         self.listener.local_addr()
     }
 
-    /// Serves `/convert` until `shutdown` resolves; a connection's failure
-    /// is logged and the server goes on.
+    /// Serves `/convert` until `shutdown` resolves, then closes every
+    /// connection (the API server keeps them open between reviews); a
+    /// connection's failure is logged and the server goes on.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) {
         tokio::pin!(shutdown);
+        let mut connections = tokio::task::JoinSet::new();
         loop {
+            // Reap the connections that ended, so the set stays small.
+            while connections.try_join_next().is_some() {}
             let (stream, peer) = tokio::select! {
-                () = &mut shutdown => return,
+                () = &mut shutdown => {
+                    connections.abort_all();
+                    return;
+                }
                 accepted = self.listener.accept() => match accepted {
                     Ok(accepted) => accepted,
                     Err(error) => {
@@ -141,7 +148,7 @@ impl Webhook {
                 },
             };
             let (acceptor, conversions) = (self.acceptor.clone(), self.conversions.clone());
-            tokio::spawn(async move {
+            connections.spawn(async move {
                 let tls = match acceptor.accept(stream).await {
                     Ok(tls) => tls,
                     Err(error) => {

@@ -28,6 +28,9 @@ pub struct ConversionMetrics {
     /// `provider_conversion_seconds`: time to answer one review, from its
     /// body read to its answer encoded.
     pub duration: Histogram,
+    /// `provider_conversion_migrated_objects_total`: objects rewritten at
+    /// their kind's newest version by storage migration.
+    pub migrated: Counter,
 }
 
 impl ConversionMetrics {
@@ -37,6 +40,7 @@ impl ConversionMetrics {
             objects: Counter::default(),
             // 50 µs .. ~0.8 s: a review is a few objects' JSON.
             duration: Histogram::new(exponential_buckets(0.000_05, 2.0, 15)),
+            migrated: Counter::default(),
         };
         registry.register(
             "conversion_reviews",
@@ -52,6 +56,11 @@ impl ConversionMetrics {
             "conversion_seconds",
             "Time to answer one ConversionReview",
             metrics.duration.clone(),
+        );
+        registry.register(
+            "conversion_migrated_objects",
+            "Objects rewritten at their kind's newest version by storage migration",
+            metrics.migrated.clone(),
         );
         metrics
     }
