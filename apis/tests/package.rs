@@ -389,3 +389,101 @@ fn package_metadata_declares_late_activation_and_a_crossplane_version() {
             .starts_with(">=v2")
     );
 }
+
+/// The CRD spec of a generated file under `package/<dir>/`, as YAML reads it
+/// (an MRD's spec holds the CRD spec's fields).
+fn generated_spec(dir: &str, file: &str) -> Value {
+    let path = default_package_root().join(dir).join(file);
+    let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let document: Value = serde_yaml::from_str(&text).unwrap();
+    document["spec"].clone()
+}
+
+#[test]
+fn the_namespaced_kinds_serve_two_versions_converted_by_the_providers_webhook() {
+    for (group, plural) in [
+        ("network.fakecloud.m.crossplane.io", "vpcs"),
+        ("network.fakecloud.m.crossplane.io", "subnets"),
+        ("compute.fakecloud.m.crossplane.io", "nodegroups"),
+        ("database.fakecloud.m.crossplane.io", "databaseinstances"),
+    ] {
+        for dir in ["crds", "mrds"] {
+            let file = format!("{group}_{plural}.yaml");
+            let spec = generated_spec(dir, &file);
+            let at = format!("{dir}/{file}");
+            let versions = spec["versions"].as_array().unwrap();
+            let names: Vec<&str> = versions
+                .iter()
+                .map(|v| v["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(names, ["v1alpha1", "v1beta1"], "{at}");
+            let (alpha, beta) = (&versions[0], &versions[1]);
+            assert_eq!(
+                (&alpha["served"], &alpha["storage"]),
+                (&Value::Bool(true), &Value::Bool(false)),
+                "{at}"
+            );
+            assert_eq!(
+                (&beta["served"], &beta["storage"]),
+                (&Value::Bool(true), &Value::Bool(true)),
+                "{at}"
+            );
+            assert_eq!(alpha["deprecated"], true, "{at}");
+            let warning = alpha["deprecationWarning"].as_str().unwrap_or_default();
+            assert!(
+                warning.contains(&format!("{group}/v1beta1")),
+                "{at}: {warning}"
+            );
+            assert!(beta.get("deprecated").is_none(), "{at}");
+            let conversion = &spec["conversion"];
+            assert_eq!(conversion["strategy"], "Webhook", "{at}");
+            assert_eq!(
+                conversion["webhook"]["conversionReviewVersions"],
+                serde_json::json!(["v1"]),
+                "{at}"
+            );
+            let service = &conversion["webhook"]["clientConfig"]["service"];
+            // Crossplane fills in name, namespace, port and caBundle; the
+            // path is the package's.
+            assert_eq!(service["path"], "/convert", "{at}");
+            assert_eq!(service["port"], 9443, "{at}");
+            assert!(
+                conversion["webhook"]["clientConfig"]
+                    .get("caBundle")
+                    .is_none(),
+                "{at}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_other_kind_has_one_version_and_no_conversion() {
+    let mut seen = 0;
+    for dir in ["crds", "mrds"] {
+        for entry in fs::read_dir(default_package_root().join(dir)).unwrap() {
+            let file = entry.unwrap().file_name().to_string_lossy().into_owned();
+            let namespaced_managed = [
+                "network.fakecloud.m.crossplane.io_vpcs.yaml",
+                "network.fakecloud.m.crossplane.io_subnets.yaml",
+                "compute.fakecloud.m.crossplane.io_nodegroups.yaml",
+                "database.fakecloud.m.crossplane.io_databaseinstances.yaml",
+            ];
+            if namespaced_managed.contains(&file.as_str()) {
+                continue;
+            }
+            let spec = generated_spec(dir, &file);
+            assert_eq!(
+                spec["versions"].as_array().unwrap().len(),
+                1,
+                "{dir}/{file}"
+            );
+            assert!(spec.get("conversion").is_none(), "{dir}/{file}");
+            seen += 1;
+        }
+    }
+    assert!(
+        seen >= 14,
+        "the legacy, ProviderConfig and query kinds: {seen}"
+    );
+}

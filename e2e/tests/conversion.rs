@@ -3,7 +3,8 @@
 //! provider's own conversion webhook; the webhook down fails the converted
 //! version with the API server's clear error and loses nothing; and the
 //! upgrade from a cluster that only knew v1alpha1 makes no cloud call and
-//! leaves every object stored at v1beta1. Every test counts what fakecloud
+//! leaves every object stored at v1beta1, listed by `kubectl get managed`
+//! as before. Every test counts what fakecloud
 //! holds and what the provider asked of it.
 
 use std::net::TcpListener;
@@ -247,6 +248,45 @@ async fn run_previous_release(world: &World, shutdown: CancellationToken) -> any
     Ok(())
 }
 
+/// What `kubectl get managed -n <namespace>` lists, found as kubectl finds
+/// it: every served resource (at its group's preferred version) in the
+/// `managed` category, then its objects in the namespace, as
+/// `kind/name`, sorted.
+async fn managed_in(kube: &kube::Client, namespace: &str) -> anyhow::Result<Vec<String>> {
+    let mut found = Vec::new();
+    for group in kube.list_api_groups().await?.groups {
+        let Some(preferred) = group.preferred_version else {
+            continue;
+        };
+        let resources = kube
+            .list_api_group_resources(&preferred.group_version)
+            .await?;
+        for resource in resources.resources {
+            let in_category = resource
+                .categories
+                .as_ref()
+                .is_some_and(|c| c.iter().any(|c| c == "managed"));
+            if !in_category || resource.name.contains('/') {
+                continue;
+            }
+            let api_resource = kube::api::ApiResource {
+                group: group.name.clone(),
+                version: preferred.version.clone(),
+                api_version: preferred.group_version.clone(),
+                kind: resource.kind.clone(),
+                plural: resource.name.clone(),
+            };
+            let objects: Api<kube::api::DynamicObject> =
+                Api::namespaced_with(kube.clone(), namespace, &api_resource);
+            for object in objects.list(&Default::default()).await?.items {
+                found.push(format!("{}/{}", resource.kind, object.name_any()));
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
 /// The v1alpha1-only CRDs of the four namespaced kinds: the package before
 /// v1beta1.
 fn previous_crds() -> Vec<CustomResourceDefinition> {
@@ -329,6 +369,16 @@ async fn upgrading_from_v1alpha1_only_makes_no_cloud_call_and_stores_everything_
     let (ran, made) = tokio::join!(run, objects);
     ran?;
     made?;
+    let listed_before = managed_in(&world.kube(), APP).await?;
+    assert_eq!(
+        listed_before,
+        [
+            "DatabaseInstance/orders",
+            "NodeGroup/workers",
+            "Subnet/web",
+            "VPC/net"
+        ]
+    );
     let counts = [
         Kind::Vpc,
         Kind::Subnet,
@@ -381,6 +431,11 @@ async fn upgrading_from_v1alpha1_only_makes_no_cloud_call_and_stores_everything_
             .is_some()
     );
     assert!(app.get::<subnet::m::Subnet>("web").await?.is_some());
+    assert_eq!(
+        managed_in(&world.kube(), APP).await?,
+        listed_before,
+        "kubectl get managed"
+    );
 
     // Storage migration: every object rewritten, storedVersions v1beta1.
     let crds: Api<CustomResourceDefinition> = Api::all(world.kube());
