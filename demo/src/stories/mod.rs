@@ -12,6 +12,7 @@ mod drift;
 mod network;
 mod nodegroup;
 mod query;
+mod versions;
 
 use e2e::scenarios::network::ManagedVpc;
 use e2e::scenarios::observe::ImportedVpc;
@@ -42,6 +43,8 @@ pub enum Story {
     Drift(Scope),
     /// Namespaced only: query kinds exist only in that scope.
     Query(Scope),
+    /// Namespaced only: the legacy kinds have one version.
+    Versions(Scope),
 }
 
 impl Story {
@@ -64,6 +67,7 @@ impl Story {
         all.extend(Story::of(Scope::Namespaced));
         all.push(Story::Drift(Scope::Namespaced));
         all.push(Story::Query(Scope::Namespaced));
+        all.push(Story::Versions(Scope::Namespaced));
         all.extend(Story::of(Scope::Legacy));
         all
     }
@@ -78,7 +82,8 @@ impl Story {
             | Story::ConnectionSecret(scope)
             | Story::OrphanDeletion(scope)
             | Story::Drift(scope)
-            | Story::Query(scope) => Some(scope),
+            | Story::Query(scope)
+            | Story::Versions(scope) => Some(scope),
         }
     }
 
@@ -119,6 +124,9 @@ impl Story {
             }
             Story::Drift(_) => {
                 "Drift: status.drift shows what differs from the cloud and what the provider does about it, also where its policies forbid acting"
+            }
+            Story::Versions(_) => {
+                "Two versions: a VPC written at the deprecated v1alpha1 reads at v1beta1 through the conversion webhook, and the cloud sees no call for it (issue 46)"
             }
             Story::Query(_) => {
                 "Query: a VPCQuery finds another team's VPCs by tag and owns one observe-only VPC per match, as matches come and go (seed 000, future work)"
@@ -217,6 +225,7 @@ pub async fn play_all(
             Story::Drift(Scope::Namespaced) => drift::play::<Namespaced>(system).await,
             Story::Drift(Scope::Legacy) => drift::play::<Legacy>(system).await,
             Story::Query(_) => query::play(system).await,
+            Story::Versions(_) => versions::play(system).await,
         };
         let took = progress.elapsed().saturating_sub(started).as_secs_f64();
         let stage = system.stage();

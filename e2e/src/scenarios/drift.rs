@@ -309,11 +309,20 @@ pub async fn create_preview<S: Scope>(
         drifted_field(&preview, path)
             .is_some_and(|f| f["action"] == "WouldCreate" && f["declared"] == value)
     };
+    // `status.drift` names fields as the provider's version does: the
+    // namespaced kinds' is v1beta1, where enableDnsHostnames is
+    // dns.hostnames (a report's paths are text, which no conversion
+    // rewrites).
+    let hostnames = if S::NAMESPACED {
+        "dns.hostnames"
+    } else {
+        "enableDnsHostnames"
+    };
     verdict.check(
-        "the preview lists cidrBlock, tags.purpose and initProvider's enableDnsHostnames as WouldCreate",
+        format!("the preview lists cidrBlock, tags.purpose and initProvider's {hostnames} as WouldCreate"),
         would_create("cidrBlock", "10.6.0.0/16")
             && would_create("tags.purpose", name)
-            && would_create("enableDnsHostnames", "true")
+            && would_create(hostnames, "true")
             && drift_count(&preview) == Some(3),
     );
     verdict.check(
