@@ -40,12 +40,13 @@ COPY metrics-exposition/Cargo.toml metrics-exposition/
 COPY xpkg/Cargo.toml xpkg/
 RUN set -eu; \
     for crate in crossplane-types managed-derive apis runtime fakecloud provider e2e demo xpkg metrics-exposition; do mkdir -p "$crate/src"; : > "$crate/src/lib.rs"; done; \
-    mkdir -p fakecloud/benches e2e/src/bin runtime/examples; \
+    mkdir -p fakecloud/benches provider/benches e2e/src/bin runtime/examples; \
     for main in fakecloud/src/main.rs provider/src/main.rs fakecloud/benches/load.rs fakecloud/benches/console.rs \
+                provider/benches/conversion.rs \
                 runtime/examples/minimal_provider.rs \
                 demo/src/main.rs e2e/src/bin/compose-setup.rs xpkg/src/main.rs; do echo 'fn main() {}' > "$main"; done; \
     $CARGO_BUILD; \
-    rm -rf crossplane-types/src managed-derive/src apis runtime/src runtime/examples fakecloud/src fakecloud/benches provider/src \
+    rm -rf crossplane-types/src managed-derive/src apis runtime/src runtime/examples fakecloud/src fakecloud/benches provider/src provider/benches \
         e2e/src demo/src metrics-exposition/src \
         target/container/.fingerprint/crossplane-managed-types-* target/container/.fingerprint/apis-* \
         target/container/.fingerprint/crossplane-managed-derive-* \
@@ -66,6 +67,8 @@ COPY fakecloud/src fakecloud/src
 COPY fakecloud/migrations fakecloud/migrations
 COPY fakecloud/benches fakecloud/benches
 COPY provider/src provider/src
+# Declared in the provider's manifest ([[bench]]), so cargo needs the file.
+COPY provider/benches provider/benches
 COPY e2e/src e2e/src
 COPY demo/src demo/src
 COPY metrics-exposition/src metrics-exposition/src
