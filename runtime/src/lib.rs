@@ -36,7 +36,8 @@
 //! [`cluster::Cluster`] seam and [`cluster::ObjectKey`]), [`query`] (query
 //! kinds), [`gate`] (what a controller of the provider's own is started
 //! with), [`metrics`], [`pacing`] (the [`pacing::Ceilings`] of every
-//! server), [`changelog`], [`leader`], [`lists`], [`tags`],
+//! server), [`changelog`], [`conversion`] (a kind's versions converted for the API
+//! server, and its storage migrated), [`leader`], [`lists`], [`tags`],
 //! `kube_client` (feature `rustls-tls`) and `testing` (feature `testing`:
 //! the in-memory cluster and one reconcile at a time, for a provider's
 //! tests of its kinds).

@@ -88,9 +88,9 @@ impl Conversions {
                     "BadRequest",
                 )),
             ),
-            Ok(request) => {
+            Ok(mut request) => {
                 let desired = request.desired_api_version.clone();
-                let objects = request.objects.clone();
+                let objects = std::mem::take(&mut request.objects);
                 let response = ConversionResponse::for_request(request);
                 let response = match self.convert_all(objects, &desired) {
                     Ok(converted) => {
