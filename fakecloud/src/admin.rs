@@ -1,6 +1,8 @@
 //! The `/admin` API for tests and demos: reset, inspect, change resources as
 //! an outside actor, set timing, inject faults and throttling, read the audit
-//! log. Guarded by the admin token, never by account keys.
+//! log, seed the id generator. Guarded by the admin token, never by account
+//! keys. Snapshots and the recorder have modules of their own
+//! (`snapshot::routes`, `recorder::routes`).
 
 use axum::Json;
 use axum::body::Bytes;
@@ -20,7 +22,8 @@ use crate::kinds::{ResourceKind, validate};
 use crate::layers::CallInfo;
 use crate::model::{
     AccountThrottling, Actor, AdminResource, AuditEntry, AuditQuery, FaultRule, FaultRuleSpec,
-    Kind, MAX_DELAY_MS, MAX_RETRY_AFTER_SECS, Throttling, Timing, TimingTable,
+    Kind, MAX_DELAY_MS, MAX_RETRY_AFTER_SECS, SeedSettings, SeedState, Throttling, Timing,
+    TimingTable,
 };
 use crate::problem_responses::{BadRequest, Conflict, NotFound, PreconditionFailed};
 use crate::query::ProblemQuery;
@@ -39,10 +42,11 @@ fn kind(name: &str) -> Result<Kind> {
     })
 }
 
-/// Renders a row of any kind as JSON. Here, with its only user, rather
-/// than in `kinds`: each kind uses the trait and helpers of `kinds`, so
-/// `kinds` itself must not use the kinds.
-fn render_value(kind: Kind, row: &Row) -> Result<serde_json::Value> {
+/// Renders a row of any kind as JSON (the admin API's views, and the
+/// snapshot check that a loaded record is one a kind can read). Here
+/// rather than in `kinds`: each kind uses the trait and helpers of `kinds`,
+/// so `kinds` itself must not use the kinds.
+pub fn render_value(kind: Kind, row: &Row) -> Result<serde_json::Value> {
     fn to_value<K: ResourceKind>(row: &Row) -> Result<serde_json::Value> {
         serde_json::to_value(K::render(row)?).map_err(|e| ApiError::internal("render", e))
     }
@@ -247,6 +251,13 @@ pub async fn list_faults(State(state): State<SharedState>) -> Json<Vec<FaultRule
         (status = 400, response = BadRequest)))]
 pub async fn add_fault(State(state): State<SharedState>, body: Bytes) -> Result<Response> {
     let spec: FaultRuleSpec = validate::parse_body(&body)?;
+    check_fault_spec(&spec)?;
+    Ok((StatusCode::CREATED, Json(state.faults.add(spec))).into_response())
+}
+
+/// Refuses a fault rule that could not work as one (also a loaded
+/// snapshot's).
+pub fn check_fault_spec(spec: &FaultRuleSpec) -> Result<()> {
     if let Some(status) = spec.status
         && !(400..=599).contains(&status)
     {
@@ -276,7 +287,7 @@ pub async fn add_fault(State(state): State<SharedState>, body: Bytes) -> Result<
             format!("must be at most {MAX_RETRY_AFTER_SECS} (one day)"),
         ));
     }
-    Ok((StatusCode::CREATED, Json(state.faults.add(spec))).into_response())
+    Ok(())
 }
 
 #[utoipa::path(delete, path = "/admin/faults", tag = "admin",
@@ -315,6 +326,13 @@ pub async fn get_throttling(State(state): State<SharedState>) -> Json<Option<Thr
 /// Parses a token bucket, refusing what could not work as one.
 fn throttling_body(body: &[u8]) -> Result<Throttling> {
     let config: Throttling = validate::parse_body(body)?;
+    check_throttling(&config)?;
+    Ok(config)
+}
+
+/// Refuses a token bucket that could not work as one (also a loaded
+/// snapshot's).
+pub fn check_throttling(config: &Throttling) -> Result<()> {
     if !(config.rate_per_second.is_finite() && config.rate_per_second >= 0.0) {
         return Err(ApiError::invalid(
             "ratePerSecond",
@@ -328,7 +346,7 @@ fn throttling_body(body: &[u8]) -> Result<Throttling> {
              (ratePerSecond 0 refuses every call)",
         ));
     }
-    Ok(config)
+    Ok(())
 }
 
 #[utoipa::path(put, path = "/admin/throttling", tag = "admin", request_body = Throttling,
@@ -418,4 +436,27 @@ pub async fn get_audit(
 ) -> Result<Json<Vec<AuditEntry>>> {
     state.audit.flush().await;
     Ok(Json(audit::query(&state.db.read, &filter).await?))
+}
+
+#[utoipa::path(get, path = "/admin/seed", tag = "admin",
+    responses((status = 200, description = "The id generator: its seed (`null`: random) and the ids and secrets drawn since seeding.", body = SeedState)))]
+pub async fn get_seed(State(state): State<SharedState>) -> Json<SeedState> {
+    Json(state.ids.state())
+}
+
+#[utoipa::path(put, path = "/admin/seed", tag = "admin", request_body = SeedSettings,
+    responses(
+        (status = 200, description = "Seeded: from now on, the same requests in the same order make the same resource ids, password salts and request ids.", body = SeedState),
+        (status = 400, response = BadRequest)))]
+pub async fn set_seed(State(state): State<SharedState>, body: Bytes) -> Result<Json<SeedState>> {
+    let settings: SeedSettings = validate::parse_body(&body)?;
+    state.ids.seed(settings.seed, settings.position);
+    Ok(Json(state.ids.state()))
+}
+
+#[utoipa::path(delete, path = "/admin/seed", tag = "admin",
+    responses((status = 204, description = "Ids and secrets are random again.")))]
+pub async fn clear_seed(State(state): State<SharedState>) -> StatusCode {
+    state.ids.unseed();
+    StatusCode::NO_CONTENT
 }

@@ -16,8 +16,9 @@ use serde::de::DeserializeOwned;
 
 use crate::model::{
     AdminResource, AuditEntry, AuditQuery, CreateDatabaseInstance, CreateNodeGroup, CreateSubnet,
-    CreateVpc, Credentials, DatabaseInstance, FaultRule, FaultRuleSpec, Kind, NodeGroup, Page,
-    Problem, Subnet, Throttling, Timing, TimingTable, Vpc,
+    CreateVpc, Credentials, DatabaseInstance, FaultRule, FaultRuleSpec, Kind, LoadResult,
+    LoadSnapshot, LoadStrategy, NodeGroup, Page, Problem, RecorderStatus, SaveSnapshot,
+    SeedSettings, SeedState, SnapshotInfo, Subnet, Throttling, Timing, TimingTable, Vpc,
 };
 
 /// Longest `Retry-After` the client will sleep for; a longer one is capped
@@ -217,7 +218,8 @@ struct Call {
     method: Method,
     path: String,
     query: Vec<(String, String)>,
-    body: Option<Vec<u8>>,
+    /// The body and its content type.
+    body: Option<(Vec<u8>, &'static str)>,
     headers: Vec<(HeaderName, String)>,
 }
 
@@ -232,6 +234,12 @@ impl Call {
         }
     }
 
+    /// A body that is not JSON (a snapshot file).
+    fn bytes(mut self, body: Vec<u8>, content_type: &'static str) -> Self {
+        self.body = Some((body, content_type));
+        self
+    }
+
     fn json(mut self, body: &impl Serialize) -> Result<Self> {
         let encoded = serde_json::to_vec(body).map_err(|e| ClientError::Decode {
             method: self.method.to_string(),
@@ -239,7 +247,7 @@ impl Call {
             status: 0,
             message: format!("encoding the request: {e}"),
         })?;
-        self.body = Some(encoded);
+        self.body = Some((encoded, "application/json"));
         Ok(self)
     }
 
@@ -280,9 +288,9 @@ impl Transport {
                 request = request.header(name.clone(), value);
             }
         }
-        if let Some(body) = &call.body {
+        if let Some((body, content_type)) = &call.body {
             request = request
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .header(reqwest::header::CONTENT_TYPE, *content_type)
                 .body(body.clone());
         }
         let transport = |error| ClientError::Transport {
@@ -627,6 +635,11 @@ impl Address {
     }
 }
 
+/// Path of snapshot `name`.
+fn snapshot_path(name: &str) -> String {
+    format!("/admin/snapshots/{}", segment(name))
+}
+
 /// Client of the `/admin` API. Never retries: tests want to see each call.
 #[derive(Clone, Debug)]
 pub struct AdminClient {
@@ -800,6 +813,95 @@ impl AdminClient {
         push("afterSeq", filter.after_seq.map(|s| s.to_string()));
         self.transport
             .json(Call::new(Method::GET, "/admin/audit".into()).query(query))
+            .await
+    }
+
+    /// The body of a call's answer, as it came (a file).
+    async fn file(&self, call: Call) -> Result<Vec<u8>> {
+        self.transport.send(call).await.map(|reply| reply.body)
+    }
+
+    /// Saves the whole state as snapshot `name` (`409
+    /// SnapshotAlreadyExists` when the name is taken).
+    pub async fn save_snapshot(&self, name: &str) -> Result<SnapshotInfo> {
+        let body = SaveSnapshot {
+            name: name.to_string(),
+        };
+        let call = Call::new(Method::POST, "/admin/snapshots".into()).json(&body)?;
+        self.transport.json(call).await
+    }
+
+    /// Every stored snapshot, by name.
+    pub async fn snapshots(&self) -> Result<Vec<SnapshotInfo>> {
+        self.transport
+            .json(Call::new(Method::GET, "/admin/snapshots".into()))
+            .await
+    }
+
+    /// The file of snapshot `name`, portable to another fakecloud.
+    pub async fn download_snapshot(&self, name: &str) -> Result<Vec<u8>> {
+        self.file(Call::new(Method::GET, snapshot_path(name))).await
+    }
+
+    /// Stores `file` as snapshot `name`, replacing one of that name. The
+    /// server checks it whole first (`400 NotASnapshot`,
+    /// `CorruptSnapshot`, `UnsupportedSnapshotVersion`).
+    pub async fn upload_snapshot(&self, name: &str, file: Vec<u8>) -> Result<SnapshotInfo> {
+        let call =
+            Call::new(Method::PUT, snapshot_path(name)).bytes(file, "application/octet-stream");
+        self.transport.json(call).await
+    }
+
+    /// Loads snapshot `name`: the whole state (`Overwrite`) or the file's
+    /// accounts (`Merge`); `409 LoadInProgress` while another load runs.
+    pub async fn load_snapshot(&self, name: &str, strategy: LoadStrategy) -> Result<LoadResult> {
+        let path = format!("{}/load", snapshot_path(name));
+        let call = Call::new(Method::POST, path).json(&LoadSnapshot { strategy })?;
+        self.transport.json(call).await
+    }
+
+    pub async fn delete_snapshot(&self, name: &str) -> Result<()> {
+        self.no_content(Call::new(Method::DELETE, snapshot_path(name)))
+            .await
+    }
+
+    /// The id generator: its seed (`None`: random) and position.
+    pub async fn seed(&self) -> Result<SeedState> {
+        self.transport
+            .json(Call::new(Method::GET, "/admin/seed".into()))
+            .await
+    }
+
+    /// Seeds the id generator at `position` (0: from the start), so the
+    /// same requests make the same ids and secrets from now on.
+    pub async fn set_seed(&self, seed: u64, position: u64) -> Result<SeedState> {
+        let call =
+            Call::new(Method::PUT, "/admin/seed".into()).json(&SeedSettings { seed, position })?;
+        self.transport.json(call).await
+    }
+
+    /// Random ids and secrets again.
+    pub async fn clear_seed(&self) -> Result<()> {
+        self.no_content(Call::new(Method::DELETE, "/admin/seed".into()))
+            .await
+    }
+
+    /// Starts recording `/v1` calls (`409 RecorderRunning` when it records).
+    pub async fn start_recorder(&self) -> Result<RecorderStatus> {
+        self.transport
+            .json(Call::new(Method::POST, "/admin/recorder/start".into()))
+            .await
+    }
+
+    pub async fn stop_recorder(&self) -> Result<RecorderStatus> {
+        self.transport
+            .json(Call::new(Method::POST, "/admin/recorder/stop".into()))
+            .await
+    }
+
+    /// The current or last recording, for `fakecloud::replay`.
+    pub async fn recording(&self) -> Result<Vec<u8>> {
+        self.file(Call::new(Method::GET, "/admin/recorder".into()))
             .await
     }
 }

@@ -130,6 +130,18 @@ impl Db {
         Ok(WriteTx { tx, _turn: turn })
     }
 
+    /// Holds every writer off (they queue behind the guard) until the guard
+    /// is dropped: a moment in which several readers can begin transactions
+    /// that all see one and the same state (a snapshot's parallel reads).
+    pub async fn hold_writers(&self) -> OwnedMutexGuard<()> {
+        self.write_queue.clone().lock_owned().await
+    }
+
+    /// How many connections read at once (1 for `:memory:`).
+    pub fn readers(&self) -> u32 {
+        self.read.options().get_max_connections()
+    }
+
     /// Copies the WAL back into the database without blocking the writer.
     pub async fn checkpoint(&self) -> Result<(), sqlx::Error> {
         sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")

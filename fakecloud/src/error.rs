@@ -28,6 +28,15 @@ pub enum Error {
     ApiKeySpec(String),
     #[error("serving HTTP: {0}")]
     Serve(std::io::Error),
+    #[error("reading snapshot {path}: {error}")]
+    ReadSnapshot { path: String, error: std::io::Error },
+    #[error("loading snapshot {path}: {error}")]
+    Snapshot {
+        path: String,
+        error: crate::jsonl::FileError,
+    },
+    #[error("writing snapshot {path} into the database: {error}")]
+    LoadSnapshot { path: String, error: sqlx::Error },
 }
 
 /// An error answered to a client, with a stable `code`.

@@ -4,6 +4,7 @@
 use std::sync::Mutex;
 
 use crate::model::{FaultRule, FaultRuleSpec};
+use crate::snapshot::format::FaultSettings;
 
 #[derive(Default)]
 pub struct Faults {
@@ -59,6 +60,22 @@ impl Faults {
             .unwrap_or_else(|e| e.into_inner())
             .rules
             .clear();
+    }
+
+    /// The rules and the id the next one gets, for a snapshot.
+    pub fn export(&self) -> FaultSettings {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        FaultSettings {
+            next_id: inner.next_id + 1,
+            rules: inner.rules.clone(),
+        }
+    }
+
+    /// Replaces every rule by a snapshot's (checked: ids below `next_id`).
+    pub fn restore(&self, settings: &FaultSettings) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.next_id = settings.next_id.saturating_sub(1);
+        inner.rules = settings.rules.clone();
     }
 
     /// The first rule matching `method` and `path` that fires this time;

@@ -45,3 +45,8 @@ pub const USERNAME_PATTERN: &str = r"^[A-Za-z][A-Za-z0-9_]{0,15}$";
 /// What `database::password` accepts: 8-128 printable ASCII characters but
 /// `/ " @`.
 pub const PASSWORD_PATTERN: &str = r"^[ !#-.0-?A-~]{8,128}$";
+
+/// What a snapshot's name may be (`snapshot::catalog::check_name`): 1-63
+/// letters, digits, `.`, `_` or `-`, not starting with a dot, so a name is
+/// always one plain path segment and a file name, never `..` or hidden.
+pub const SNAPSHOT_NAME_PATTERN: &str = r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,62}$";

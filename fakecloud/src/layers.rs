@@ -27,6 +27,12 @@ pub struct CallInfo {
     pub actor: Actor,
 }
 
+/// Marks an answer whose call the audit does not record: a snapshot load,
+/// which replaces the history the audit tells (as a restart onto another
+/// database would), so that the audit after it is the file's.
+#[derive(Clone, Copy, Debug)]
+pub struct Unaudited;
+
 /// Paths probed by orchestrators; recording them would drown the log.
 const UNAUDITED: [&str; 4] = ["/healthz", "/readyz", "/metrics", "/openapi.json"];
 
@@ -160,7 +166,7 @@ pub async fn observe(State(state): State<SharedState>, request: Request, next: N
             status,
         })
         .inc();
-    if audited {
+    if audited && response.extensions().get::<Unaudited>().is_none() {
         let info = response
             .extensions()
             .get::<CallInfo>()

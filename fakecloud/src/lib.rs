@@ -26,6 +26,10 @@ mod error;
 mod faults;
 pub mod field_rules;
 #[cfg(feature = "server")]
+mod ids;
+#[cfg(feature = "server")]
+mod jsonl;
+#[cfg(feature = "server")]
 mod kinds;
 #[cfg(feature = "server")]
 mod layers;
@@ -37,7 +41,11 @@ mod openapi;
 mod problem_responses;
 #[cfg(feature = "server")]
 mod query;
+#[cfg(feature = "server")]
+mod recorder;
 mod regions;
+#[cfg(feature = "server")]
+pub mod replay;
 #[cfg(feature = "server")]
 mod request_id;
 #[cfg(feature = "server")]
@@ -46,6 +54,8 @@ mod schemas;
 mod server;
 #[cfg(feature = "server")]
 mod service;
+#[cfg(feature = "server")]
+mod snapshot;
 #[cfg(feature = "server")]
 mod state;
 #[cfg(feature = "server")]
@@ -63,6 +73,8 @@ pub mod model;
 pub use db::IN_MEMORY;
 #[cfg(feature = "server")]
 pub use error::Error;
+#[cfg(feature = "server")]
+pub use jsonl::FileError;
 #[cfg(feature = "server")]
 pub use openapi::ApiDoc;
 #[cfg(feature = "server")]

@@ -711,6 +711,13 @@ pub enum Actor {
 }
 
 impl Actor {
+    pub const ALL: [Actor; 4] = [Actor::Api, Actor::External, Actor::Admin, Actor::Anonymous];
+
+    /// The actor `as_str` names.
+    pub fn parse(s: &str) -> Option<Actor> {
+        Actor::ALL.into_iter().find(|a| a.as_str() == s)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Actor::Api => "api",
@@ -770,4 +777,136 @@ pub struct AuditQuery {
     /// Only entries with a larger `seq`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_seq: Option<i64>,
+}
+
+// ---------------------------------------------------------------- snapshots, seed, recorder
+
+/// Resources per kind.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResourceCounts {
+    pub vpc: u64,
+    pub subnet: u64,
+    pub node_group: u64,
+    pub database_instance: u64,
+}
+
+impl ResourceCounts {
+    /// Counts `n` more (or, negative, fewer) resources of `kind`.
+    pub fn add(&mut self, kind: Kind, n: i64) {
+        let count = match kind {
+            Kind::Vpc => &mut self.vpc,
+            Kind::Subnet => &mut self.subnet,
+            Kind::NodeGroup => &mut self.node_group,
+            Kind::DatabaseInstance => &mut self.database_instance,
+        };
+        *count = count.saturating_add_signed(n);
+    }
+
+    pub fn total(&self) -> u64 {
+        self.vpc + self.subnet + self.node_group + self.database_instance
+    }
+}
+
+/// `POST /admin/snapshots`: save the whole state under `name`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SaveSnapshot {
+    #[cfg_attr(feature = "server", schema(schema_with = crate::schemas::snapshot_name))]
+    pub name: String,
+}
+
+/// A stored snapshot, as `GET /admin/snapshots` lists it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotInfo {
+    pub name: String,
+    /// When it was saved, or uploaded.
+    pub created_at: Timestamp,
+    /// Bytes of the file (`GET /admin/snapshots/{name}`).
+    pub size: u64,
+    /// Format version of the file (see the README's versioning rule).
+    pub format_version: u32,
+    /// Version of the fakecloud that made the file.
+    pub fakecloud_version: String,
+    /// The accounts the file holds: the ones a `merge` load replaces.
+    pub accounts: Vec<String>,
+    /// Resources in the file, per kind.
+    pub resources: ResourceCounts,
+}
+
+/// How a load treats the state it finds.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum LoadStrategy {
+    /// The file's state replaces the whole state: every account, the
+    /// audit, timing, faults and throttling.
+    Overwrite,
+    /// The file's accounts replace those accounts (their resources,
+    /// idempotency records, audit entries and own throttling); every other
+    /// account and the global settings stay as they are.
+    Merge,
+}
+
+/// `POST /admin/snapshots/{name}/load`.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LoadSnapshot {
+    pub strategy: LoadStrategy,
+}
+
+/// What a load did.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct LoadResult {
+    pub name: String,
+    pub strategy: LoadStrategy,
+    /// The accounts replaced (for `overwrite`, every account there is now).
+    pub accounts: Vec<String>,
+    /// Resources loaded from the file, per kind.
+    pub resources: ResourceCounts,
+}
+
+/// `PUT /admin/seed`: makes generated ids and secrets reproducible.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SeedSettings {
+    #[cfg_attr(feature = "server", schema(maximum = 18446744073709551615_u64))]
+    pub seed: u64,
+    /// Draws of ids and secrets to skip: a replay sets the position its
+    /// recording started at. Default 0.
+    #[serde(default)]
+    #[cfg_attr(feature = "server", schema(maximum = 18446744073709551615_u64))]
+    pub position: u64,
+}
+
+/// The id generator: seeded or random.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct SeedState {
+    /// `null`: ids and secrets are random.
+    pub seed: Option<u64>,
+    /// Ids and secrets drawn since seeding.
+    pub position: u64,
+}
+
+/// The request recorder.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "server", derive(ToSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct RecorderStatus {
+    pub recording: bool,
+    /// When the current (or last) recording started; absent before the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Timestamp>,
+    /// `/v1` calls recorded so far.
+    pub requests: u64,
 }

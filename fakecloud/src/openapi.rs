@@ -19,7 +19,7 @@ use crate::problem_responses::{
     BadRequest, Conflict, NotFound, PreconditionFailed, ServerError, Throttled, Unauthorized,
     response_ref,
 };
-use crate::{admin, api, request_id, schemas};
+use crate::{admin, api, recorder, request_id, schemas, snapshot};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -34,6 +34,12 @@ use crate::{admin, api, request_id, schemas};
         admin::clear_faults, admin::remove_fault, admin::get_throttling, admin::set_throttling,
         admin::clear_throttling, admin::list_account_throttling, admin::set_account_throttling,
         admin::clear_account_throttling, admin::get_audit,
+        admin::get_seed, admin::set_seed, admin::clear_seed,
+        snapshot::routes::save_snapshot, snapshot::routes::list_snapshots,
+        snapshot::routes::get_snapshot, snapshot::routes::put_snapshot,
+        snapshot::routes::load_snapshot, snapshot::routes::delete_snapshot,
+        recorder::routes::start_recorder, recorder::routes::stop_recorder,
+        recorder::routes::get_recording,
     ),
     // Each kind's list answer, `Page_<kind>` (see `api::list_doc`).
     components(schemas(Problem, Page<Vpc>, Page<Subnet>, Page<NodeGroup>, Page<DatabaseInstance>), responses(BadRequest, Unauthorized, NotFound, Conflict, PreconditionFailed,
@@ -51,8 +57,8 @@ const ADMIN_TOKEN: &str = "adminToken";
 
 /// What the layers around the handlers add to every operation: security,
 /// the answers of authentication, throttling and fault injection, the
-/// `x-request-id` header, and what `{region}` and `{cluster}` may be
-/// (checked by `api::location` for every `/v1` call).
+/// `x-request-id` header, and what `{region}` and `{cluster}` (checked by
+/// `api::location` for every `/v1` call) and a snapshot's `{name}` may be.
 struct Conventions;
 
 impl utoipa::Modify for Conventions {
@@ -84,6 +90,7 @@ impl utoipa::Modify for Conventions {
         }
         for (path, item) in openapi.paths.paths.iter_mut() {
             let api = path.starts_with("/v1/");
+            let snapshots = path.starts_with("/admin/snapshots/");
             for operation in [
                 &mut item.get,
                 &mut item.put,
@@ -94,13 +101,15 @@ impl utoipa::Modify for Conventions {
             .into_iter()
             .flatten()
             {
-                conventions(operation, api);
+                conventions(operation, api, snapshots);
             }
         }
     }
 }
 
-fn conventions(operation: &mut Operation, api: bool) {
+/// `snapshots`: the operation's `{name}` is a snapshot's (elsewhere, a
+/// node group's).
+fn conventions(operation: &mut Operation, api: bool, snapshots: bool) {
     let scheme = if api { API_KEY } else { ADMIN_TOKEN };
     operation.security = Some(vec![SecurityRequirement::new(scheme, Vec::<String>::new())]);
     let responses = &mut operation.responses.responses;
@@ -129,6 +138,7 @@ fn conventions(operation: &mut Operation, api: bool) {
                 .schema_type(Type::String)
                 .enum_values(Some(REGIONS)),
             "cluster" => schemas::name(),
+            "name" if snapshots => schemas::snapshot_name(),
             _ => continue,
         };
         parameter.schema = Some(Schema::Object(schema.build()).into());

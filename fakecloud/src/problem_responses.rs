@@ -40,7 +40,8 @@ problem_response!(
     "The request is not valid (`MalformedJSON`, `MissingParameter`, `UnknownParameter`, \
      `InvalidParameterValue`, `InvalidParameterCombination`, `ImmutableParameter`, or a referenced \
      resource that does not exist: `InvalidVpcID.NotFound`, `InvalidSubnetID.NotFound`, \
-     `InvalidSubnet.Range`)."
+     `InvalidSubnet.Range`), or a snapshot file that cannot be loaded (`NotASnapshot`, \
+     `CorruptSnapshot`, `UnsupportedSnapshotVersion`)."
 );
 problem_response!(
     /// `401` from the authentication layers.
@@ -53,7 +54,7 @@ problem_response!(
     "The addressed resource does not exist (or belongs to another account), or the region, kind or \
      account is unknown (`InvalidRegion`, `InvalidVpcID.NotFound`, `InvalidSubnetID.NotFound`, \
      `ResourceNotFoundException`, `DBInstanceNotFound`, `ResourceNotFound`, `UnknownKind`, \
-     `FaultRuleNotFound`, `UnknownAccount`)."
+     `FaultRuleNotFound`, `UnknownAccount`, `SnapshotNotFound`, `NoRecording`)."
 );
 problem_response!(
     /// `409`: the resource's state or a sibling refuses the call.
@@ -61,7 +62,8 @@ problem_response!(
     "The call conflicts with the resource's state or another resource (`DependencyViolation`, \
      `InvalidSubnet.Conflict`, `ResourceInUseException`, `DBInstanceAlreadyExists`, \
      `InvalidDBInstanceState`, `InvalidParameterCombination`, `IdempotentParameterMismatch`, \
-     `IncorrectState`, `AmbiguousResource`)."
+     `IncorrectState`, `AmbiguousResource`, `SnapshotAlreadyExists`, `LoadInProgress`, \
+     `RecorderRunning`)."
 );
 problem_response!(
     /// `412`: `If-Match` names another ETag.

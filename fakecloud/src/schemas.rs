@@ -14,7 +14,8 @@ use utoipa::openapi::{RefOr, Schema};
 use crate::field_rules::{
     CIDR_PATTERN, ENGINE_VERSION_PATTERN, IDENTIFIER_MAX, IDENTIFIER_PATTERN,
     INSTANCE_CLASS_PATTERN, INSTANCE_TYPE_PATTERN, INSTANCE_TYPES_MAX, KUBERNETES_VERSION_PATTERN,
-    NAME_PATTERN, PASSWORD_PATTERN, TAG_KEY_MAX, TAG_VALUE_MAX, TAGS_MAX, USERNAME_PATTERN,
+    NAME_PATTERN, PASSWORD_PATTERN, SNAPSHOT_NAME_PATTERN, TAG_KEY_MAX, TAG_VALUE_MAX, TAGS_MAX,
+    USERNAME_PATTERN,
 };
 use crate::regions::REGIONS;
 
@@ -84,6 +85,13 @@ pub fn availability_zone() -> ObjectBuilder {
 /// A client-chosen name (`validate::name`).
 pub fn name() -> ObjectBuilder {
     string(Some(NAME_PATTERN))
+}
+
+/// A snapshot's name (`snapshot::catalog::check_name`).
+pub fn snapshot_name() -> ObjectBuilder {
+    string(Some(SNAPSHOT_NAME_PATTERN)).description(Some(
+        "1-63 letters, digits, `.`, `_` or `-`, not starting with a dot.",
+    ))
 }
 
 /// A node group's Kubernetes version (`validate::version`, two to four parts).

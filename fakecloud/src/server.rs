@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -19,8 +20,10 @@ use utoipa::OpenApi;
 use crate::audit::AuditLog;
 use crate::db::Db;
 use crate::error::{ApiError, Error};
+use crate::ids::Ids;
+use crate::model::LoadStrategy;
 use crate::state::{AppState, SharedState};
-use crate::{admin, api, console, layers, openapi, request_id, ticker};
+use crate::{admin, api, console, layers, openapi, recorder, request_id, snapshot, ticker};
 
 /// An API key and the account it acts for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,6 +66,12 @@ pub struct Config {
     pub admin_token: Option<String>,
     /// Provisioning delay of every kind until the admin API changes it.
     pub default_delay: Duration,
+    /// Seeds the id generator from the start (`--seed`): the same requests
+    /// then make the same ids and secrets. `None`: random.
+    pub seed: Option<u64>,
+    /// A snapshot file to load (`overwrite`) before serving (`--load`), so
+    /// that a demo or a test begins from a known world.
+    pub load: Option<PathBuf>,
 }
 
 impl Config {
@@ -74,6 +83,8 @@ impl Config {
             api_keys: Vec::new(),
             admin_token: None,
             default_delay: Duration::from_secs(2),
+            seed: None,
+            load: None,
         }
     }
 }
@@ -127,21 +138,21 @@ impl RunningServer {
     }
 }
 
-fn random_token(prefix: &str) -> String {
-    format!("{prefix}{}", hex::encode(rand::random::<[u8; 16]>()))
-}
-
-/// Opens the database, binds and serves in a background task.
+/// Opens the database, loads the snapshot given (if any), binds and serves
+/// in a background task.
 pub async fn spawn(config: Config) -> Result<RunningServer, Error> {
     let db = Db::open(&config.database).await?;
+    // Minted keys come from the generator too: a seeded server's are the
+    // same on every start, which a scripted demo can rely on.
+    let ids = Ids::new(config.seed);
     let mut api_keys = config.api_keys.clone();
     if api_keys.is_empty() {
-        api_keys.push(ApiKey::new(random_token("fcdev_"), DEV_ACCOUNT));
+        api_keys.push(ApiKey::new(ids.token("fcdev_"), DEV_ACCOUNT));
     }
     let admin_token = config
         .admin_token
         .clone()
-        .unwrap_or_else(|| random_token("fcadmin_"));
+        .unwrap_or_else(|| ids.token("fcadmin_"));
     let key_map: HashMap<String, String> = api_keys
         .iter()
         .map(|k| (k.key.clone(), k.account.clone()))
@@ -154,7 +165,15 @@ pub async fn spawn(config: Config) -> Result<RunningServer, Error> {
         admin_token.clone(),
         default_delay_ms,
         audit.clone(),
+        ids,
     ));
+    if let Some(path) = &config.load
+        && let Err(error) = load_at_start(&state, path).await
+    {
+        audit_task.abort();
+        db.close().await;
+        return Err(error);
+    }
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|error| Error::Bind {
@@ -198,8 +217,36 @@ pub async fn spawn(config: Config) -> Result<RunningServer, Error> {
     })
 }
 
+/// Loads the snapshot file at `path` over whatever the database holds.
+async fn load_at_start(state: &AppState, path: &std::path::Path) -> Result<(), Error> {
+    let shown = path.display().to_string();
+    let file = std::fs::read(path).map_err(|error| Error::ReadSnapshot {
+        path: shown.clone(),
+        error,
+    })?;
+    let world = snapshot::read(&file).map_err(|error| Error::Snapshot {
+        path: shown.clone(),
+        error,
+    })?;
+    snapshot::apply(state, &world, LoadStrategy::Overwrite)
+        .await
+        .map_err(|error| Error::LoadSnapshot {
+            path: shown.clone(),
+            error,
+        })?;
+    tracing::info!(snapshot = %shown, resources = world.resources.len(), "snapshot loaded at start");
+    Ok(())
+}
+
 pub fn router(state: SharedState, closing: watch::Receiver<bool>) -> Router {
-    let v1 = api::routes().route_layer(from_fn_with_state(state.clone(), layers::api_auth));
+    // The recorder inside authentication: it records the calls the service
+    // serves, each with the account its key acts for.
+    let v1 = api::routes()
+        .route_layer(from_fn_with_state(
+            state.clone(),
+            recorder::middleware::record,
+        ))
+        .route_layer(from_fn_with_state(state.clone(), layers::api_auth));
     let admin = Router::new()
         .route("/admin/reset", post(admin::reset))
         .route("/admin/resources", get(admin::list_resources))
@@ -234,6 +281,35 @@ pub fn router(state: SharedState, closing: watch::Receiver<bool>) -> Router {
             put(admin::set_account_throttling).delete(admin::clear_account_throttling),
         )
         .route("/admin/audit", get(admin::get_audit))
+        .route(
+            "/admin/seed",
+            get(admin::get_seed)
+                .put(admin::set_seed)
+                .delete(admin::clear_seed),
+        )
+        .route(
+            "/admin/snapshots",
+            get(snapshot::routes::list_snapshots).post(snapshot::routes::save_snapshot),
+        )
+        .route(
+            "/admin/snapshots/{name}",
+            get(snapshot::routes::get_snapshot)
+                .put(snapshot::routes::put_snapshot)
+                .delete(snapshot::routes::delete_snapshot),
+        )
+        .route(
+            "/admin/snapshots/{name}/load",
+            post(snapshot::routes::load_snapshot),
+        )
+        .route("/admin/recorder", get(recorder::routes::get_recording))
+        .route(
+            "/admin/recorder/start",
+            post(recorder::routes::start_recorder),
+        )
+        .route(
+            "/admin/recorder/stop",
+            post(recorder::routes::stop_recorder),
+        )
         .route_layer(from_fn_with_state(state.clone(), layers::admin_auth));
     Router::new()
         .merge(v1)
@@ -245,7 +321,10 @@ pub fn router(state: SharedState, closing: watch::Receiver<bool>) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(from_fn_with_state(state.clone(), layers::observe))
-        .layer(axum::middleware::from_fn(request_id::middleware))
+        .layer(from_fn_with_state(
+            state.ids.clone(),
+            request_id::from_generator,
+        ))
         // After the layers: a console page is not an API call to audit.
         .merge(console::router(state.clone(), closing))
         .with_state(state)

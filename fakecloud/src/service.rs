@@ -140,7 +140,7 @@ pub async fn create<K: ResourceKind>(
             .insert("idempotent-replayed", HeaderValue::from_static("true"));
         return Ok(response);
     }
-    let prepared = K::prepare(&mut tx, &loc, &body).await?;
+    let prepared = K::prepare(&mut tx, &loc, &body, &state.ids).await?;
     if let Some(existing) = store::find(&mut *tx, &loc, &prepared.name).await? {
         if existing.clone().settled(now).is_some() {
             return Err(ApiError::conflict(
@@ -377,7 +377,7 @@ pub async fn patch<K: ResourceKind>(
         .map_err(|e| ApiError::internal("decoding stored spec", e))?;
     let mut merged = old.clone();
     json_patch::merge(&mut merged, &Value::Object(patch));
-    let revised = K::revise(&old, merged, password)?;
+    let revised = K::revise(&old, merged, password, &state.ids)?;
     for field in K::IMMUTABLE {
         if old.get(*field) != revised.spec.get(*field) {
             return Err(ApiError::new(

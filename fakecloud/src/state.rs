@@ -8,8 +8,11 @@ use tokio::sync::Notify;
 use crate::audit::AuditLog;
 use crate::db::Db;
 use crate::faults::Faults;
+use crate::ids::Ids;
 use crate::metrics::Metrics;
 use crate::model::{Kind, Timing, TimingTable};
+use crate::recorder::Recorder;
+use crate::snapshot;
 use crate::throttle::Throttle;
 
 pub type SharedState = Arc<AppState>;
@@ -27,6 +30,11 @@ pub struct AppState {
     pub metrics: Metrics,
     /// Wakes the transition ticker when a new deadline is stored.
     pub ticker: Notify,
+    /// Every generated id and secret (seeded or random).
+    pub ids: Arc<Ids>,
+    /// Orders snapshot saves and loads.
+    pub snapshots: snapshot::Gate,
+    pub recorder: Recorder,
 }
 
 impl AppState {
@@ -36,6 +44,7 @@ impl AppState {
         admin_token: String,
         default_delay_ms: u64,
         audit: AuditLog,
+        ids: Ids,
     ) -> AppState {
         AppState {
             db,
@@ -48,6 +57,9 @@ impl AppState {
             audit,
             metrics: Metrics::new(),
             ticker: Notify::new(),
+            ids: Arc::new(ids),
+            snapshots: snapshot::Gate::default(),
+            recorder: Recorder::default(),
         }
     }
 
@@ -72,6 +84,18 @@ impl AppState {
             subnet: timing(Kind::Subnet),
             node_group: timing(Kind::NodeGroup),
             database_instance: timing(Kind::DatabaseInstance),
+        }
+    }
+
+    /// Every kind's delay as `table` says (a loaded snapshot's).
+    pub fn set_timing_table(&self, table: &TimingTable) {
+        for (kind, timing) in [
+            (Kind::Vpc, table.vpc),
+            (Kind::Subnet, table.subnet),
+            (Kind::NodeGroup, table.node_group),
+            (Kind::DatabaseInstance, table.database_instance),
+        ] {
+            self.set_delay(kind, timing.delay_ms);
         }
     }
 

@@ -10,7 +10,7 @@ use crate::model::Kind;
 /// `pending_state` value meaning "the row disappears at `transition_at`".
 pub const GONE: &str = "<gone>";
 
-#[derive(sqlx::FromRow, Clone, Debug)]
+#[derive(sqlx::FromRow, serde::Deserialize, Clone, Debug)]
 pub struct Row {
     pub seq: i64,
     pub account: String,
@@ -155,22 +155,26 @@ pub async fn list(
     query.bind(limit).fetch_all(pool).await
 }
 
-/// Every row of every account (admin inspection), optionally one kind.
-pub async fn list_all(pool: &SqlitePool, kind: Option<Kind>) -> Result<Vec<Row>, sqlx::Error> {
+/// Every row of every account (admin inspection, snapshots), optionally
+/// one kind.
+pub async fn list_all<'e, E>(executor: E, kind: Option<Kind>) -> Result<Vec<Row>, sqlx::Error>
+where
+    E: sqlx::SqliteExecutor<'e>,
+{
     match kind {
         Some(kind) => {
             sqlx::query_as(AssertSqlSafe(format!(
                 "SELECT {COLUMNS} FROM resources WHERE kind = ? ORDER BY seq"
             )))
             .bind(kind.as_str())
-            .fetch_all(pool)
+            .fetch_all(executor)
             .await
         }
         None => {
             sqlx::query_as(AssertSqlSafe(format!(
                 "SELECT {COLUMNS} FROM resources ORDER BY seq"
             )))
-            .fetch_all(pool)
+            .fetch_all(executor)
             .await
         }
     }

@@ -11,6 +11,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use crate::model::{AccountThrottling, Throttling};
+use crate::snapshot::format::ThrottlingSettings;
 
 /// `Retry-After` of an account whose rate is 0: no token will come, but a
 /// client that retries should not spin (the admin API may lift the rate).
@@ -94,6 +95,36 @@ impl Throttle {
         *inner = Settings::default();
     }
 
+    /// The default and every account's own setting, for a snapshot.
+    pub fn export(&self) -> ThrottlingSettings {
+        ThrottlingSettings {
+            default: self.get(),
+            accounts: self.accounts(),
+        }
+    }
+
+    /// Replaces every setting by a snapshot's; every bucket starts full.
+    pub fn restore(&self, settings: &ThrottlingSettings) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        *inner = Settings {
+            default: settings.default,
+            accounts: own_settings(&settings.accounts),
+            buckets: HashMap::new(),
+        };
+    }
+
+    /// Replaces the own settings of `accounts` by a snapshot's (`own`, of
+    /// those accounts): an account the snapshot gives none goes back on the
+    /// default. Their buckets start full; other accounts are left alone.
+    pub fn restore_accounts(&self, accounts: &[String], own: &[AccountThrottling]) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        for account in accounts {
+            inner.accounts.remove(account);
+            inner.buckets.remove(account);
+        }
+        inner.accounts.extend(own_settings(own));
+    }
+
     /// Takes a token for `account`; `Err(seconds)` to wait when empty.
     pub fn take(&self, account: &str) -> Result<(), u64> {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
@@ -121,6 +152,12 @@ impl Throttle {
                 .max(1.0) as u64)
         }
     }
+}
+
+fn own_settings(own: &[AccountThrottling]) -> BTreeMap<String, Throttling> {
+    own.iter()
+        .map(|a| (a.account.clone(), a.throttling))
+        .collect()
 }
 
 #[cfg(test)]
@@ -217,6 +254,30 @@ mod tests {
         );
         assert_eq!(throttle.take("a"), Ok(()));
         assert_eq!(throttle.take("a"), Err(2));
+    }
+
+    #[test]
+    fn a_snapshots_accounts_replace_only_those_accounts_settings() {
+        let throttle = Throttle::default();
+        throttle.set(Some(slow(1)));
+        throttle.set_account("a", slow(2));
+        throttle.set_account("b", slow(3));
+        assert_eq!(allowed(&throttle, "c"), 1);
+        let own = [AccountThrottling {
+            account: "b".into(),
+            throttling: slow(4),
+        }];
+        throttle.restore_accounts(&["a".into(), "b".into()], &own);
+        let listed: Vec<_> = throttle
+            .accounts()
+            .into_iter()
+            .map(|a| (a.account, a.throttling.burst))
+            .collect();
+        assert_eq!(listed, [("b".to_owned(), 4)], "a back on the default");
+        assert_eq!(allowed(&throttle, "a"), 1);
+        assert_eq!(allowed(&throttle, "c"), 0, "c's bucket left as it was");
+        throttle.restore(&ThrottlingSettings::default());
+        assert_eq!(throttle.export(), ThrottlingSettings::default());
     }
 
     #[test]

@@ -264,3 +264,69 @@ async fn page_tokens_and_idempotency_keys_are_taken_as_documented() {
     assert_eq!(create("a key").await.unwrap().status(), 201);
     assert_eq!(create("tab\there").await.unwrap().status(), 400);
 }
+
+/// Snapshots and the recorder in the document: a snapshot's `{name}`
+/// states its pattern (and only a snapshot's), files are binary, an upload
+/// may be too large, and a save links to what can follow it (not a load,
+/// which replaces what a stateful scenario made before it).
+#[tokio::test]
+async fn snapshot_operations_state_their_names_files_and_answers() {
+    let cloud = Cloud::start().await;
+    let doc = document(&cloud).await;
+    let pattern = json!("^[A-Za-z0-9_-][A-Za-z0-9._-]{0,62}$");
+    for (path, method) in [
+        ("/admin/snapshots/{name}", "get"),
+        ("/admin/snapshots/{name}", "put"),
+        ("/admin/snapshots/{name}", "delete"),
+        ("/admin/snapshots/{name}/load", "post"),
+    ] {
+        let name = &doc["paths"][path][method]["parameters"][0];
+        assert_eq!(
+            (&name["name"], &name["schema"]["pattern"]),
+            (&json!("name"), &pattern),
+            "{method} {path}"
+        );
+    }
+    let node_group = &doc["paths"]["/v1/regions/{region}/clusters/{cluster}/nodegroups/{name}"]["get"]
+        ["parameters"];
+    let name = node_group
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "name")
+        .unwrap();
+    assert_ne!(name["schema"]["pattern"], pattern, "a node group's name");
+    let put = &doc["paths"]["/admin/snapshots/{name}"]["put"];
+    assert!(put["requestBody"]["content"]["application/octet-stream"].is_object());
+    assert_eq!(
+        doc["components"]["schemas"]["SnapshotFile"]["format"],
+        "binary"
+    );
+    assert_eq!(
+        put["responses"]["413"]["content"]["application/problem+json"]["schema"]["$ref"],
+        "#/components/schemas/Problem"
+    );
+    let download = &doc["paths"]["/admin/snapshots/{name}"]["get"]["responses"]["200"]["content"];
+    assert!(
+        download["application/gzip"].is_object() && download["application/x-ndjson"].is_object()
+    );
+    let links = &doc["paths"]["/admin/snapshots"]["post"]["responses"]["201"]["links"];
+    assert_eq!(links["GetSnapshot"]["operationId"], "get_snapshot");
+    assert_eq!(
+        links["GetSnapshot"]["parameters"]["name"],
+        "$response.body#/name"
+    );
+    assert!(
+        links["LoadSnapshot"].is_null(),
+        "a load replaces what scenarios made"
+    );
+    assert_eq!(
+        doc["components"]["schemas"]["LoadStrategy"]["enum"],
+        json!(["overwrite", "merge"])
+    );
+    let recording = &doc["paths"]["/admin/recorder"]["get"]["responses"];
+    assert!(recording["200"]["content"]["application/x-ndjson"].is_object());
+    assert!(recording["404"].is_object());
+    let seed = &doc["components"]["schemas"]["SeedSettings"]["properties"]["seed"];
+    assert_eq!(seed["minimum"], 0);
+}

@@ -9,6 +9,7 @@ use sqlx::SqliteConnection;
 use super::{Prepared, ResourceKind, Revised, States, validate};
 use crate::error::ApiError;
 use crate::field_rules::IDENTIFIER_MAX;
+use crate::ids::Ids;
 use crate::model::{CreateDatabaseInstance, DatabaseInstance, Endpoint, Engine, Kind, Tags};
 use crate::store::{Location, Row};
 
@@ -150,8 +151,8 @@ fn normalize(input: CreateDatabaseInstance) -> Result<(Spec, String), ApiError> 
 
 /// `salt$sha256(salt || password)`, hex. A fake cloud needs no slow KDF; it
 /// only must never store or echo the password itself.
-fn hash_password(password: &str) -> String {
-    let salt = hex::encode(rand::random::<[u8; 16]>());
+fn hash_password(ids: &Ids, password: &str) -> String {
+    let salt = ids.salt();
     format!("{salt}${}", digest(&salt, password))
 }
 
@@ -205,6 +206,7 @@ impl ResourceKind for DatabaseKind {
         conn: &mut SqliteConnection,
         loc: &Location,
         body: &[u8],
+        ids: &Ids,
     ) -> Result<Prepared, ApiError> {
         let (spec, password) = normalize(validate::parse_body(body)?)?;
         let now = crate::clock::now_ms();
@@ -213,11 +215,16 @@ impl ResourceKind for DatabaseKind {
             name: spec.identifier.clone(),
             parent: String::new(),
             spec: to_value(&spec)?,
-            secret_hash: Some(hash_password(&password)),
+            secret_hash: Some(hash_password(ids, &password)),
         })
     }
 
-    fn revise(old: &Value, merged: Value, password: Option<Value>) -> Result<Revised, ApiError> {
+    fn revise(
+        old: &Value,
+        merged: Value,
+        password: Option<Value>,
+        ids: &Ids,
+    ) -> Result<Revised, ApiError> {
         let new_password = match password {
             None => None,
             Some(Value::String(p)) => Some(p),
@@ -255,7 +262,7 @@ impl ResourceKind for DatabaseKind {
             } != old;
         Ok(Revised {
             spec: to_value(&new)?,
-            secret_hash: new_password.as_deref().map(hash_password),
+            secret_hash: new_password.as_deref().map(|p| hash_password(ids, p)),
             reprovision,
         })
     }

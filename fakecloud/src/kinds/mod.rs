@@ -17,6 +17,7 @@ use serde_json::Value;
 use sqlx::SqliteConnection;
 
 use crate::error::ApiError;
+use crate::ids::Ids;
 use crate::model::Kind;
 use crate::store::{Location, Row};
 
@@ -62,16 +63,25 @@ pub trait ResourceKind {
     type Resource: Serialize;
 
     /// Validates a create body, resolving references inside the caller's
-    /// transaction so they cannot vanish before the insert.
+    /// transaction so they cannot vanish before the insert. Ids and salts
+    /// come from `ids`, drawn in the transaction so that their order is the
+    /// writes' (see `ids`).
     fn prepare(
         conn: &mut SqliteConnection,
         loc: &Location,
         body: &[u8],
+        ids: &Ids,
     ) -> impl Future<Output = Result<Prepared, ApiError>> + Send;
 
     /// Validates `merged` (stored spec with a merge patch applied) against
-    /// the stored `old` spec. `password` is the patch's `masterPassword`.
-    fn revise(old: &Value, merged: Value, password: Option<Value>) -> Result<Revised, ApiError>;
+    /// the stored `old` spec. `password` is the patch's `masterPassword`,
+    /// salted from `ids`.
+    fn revise(
+        old: &Value,
+        merged: Value,
+        password: Option<Value>,
+        ids: &Ids,
+    ) -> Result<Revised, ApiError>;
 
     /// Refuses a delete the cloud would refuse.
     fn check_delete(

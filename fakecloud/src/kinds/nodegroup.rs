@@ -8,6 +8,7 @@ use sqlx::SqliteConnection;
 use super::{Prepared, ResourceKind, Revised, States, validate};
 use crate::error::ApiError;
 use crate::field_rules::INSTANCE_TYPES_MAX;
+use crate::ids::Ids;
 use crate::model::{CreateNodeGroup, Kind, NodeGroup, ScalingConfig, Tags};
 use crate::store::{Location, Row};
 
@@ -132,6 +133,7 @@ impl ResourceKind for NodeGroupKind {
         conn: &mut SqliteConnection,
         loc: &Location,
         body: &[u8],
+        _ids: &Ids,
     ) -> Result<Prepared, ApiError> {
         let spec = normalize(validate::parse_body(body)?)?;
         let now = crate::clock::now_ms();
@@ -144,7 +146,12 @@ impl ResourceKind for NodeGroupKind {
         })
     }
 
-    fn revise(old: &Value, merged: Value, _password: Option<Value>) -> Result<Revised, ApiError> {
+    fn revise(
+        old: &Value,
+        merged: Value,
+        _password: Option<Value>,
+        _ids: &Ids,
+    ) -> Result<Revised, ApiError> {
         let new = normalize(validate::parse_value(merged)?)?;
         let old: Spec = serde_json::from_value(old.clone())
             .map_err(|e| ApiError::internal("decoding stored spec", e))?;

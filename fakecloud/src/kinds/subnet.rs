@@ -8,6 +8,7 @@ use sqlx::SqliteConnection;
 
 use super::{Prepared, ResourceKind, Revised, States, validate};
 use crate::error::ApiError;
+use crate::ids::Ids;
 use crate::model::{CreateSubnet, Kind, Subnet, Tags};
 use crate::store::{self, Location, Row};
 
@@ -79,6 +80,7 @@ impl ResourceKind for SubnetKind {
         conn: &mut SqliteConnection,
         loc: &Location,
         body: &[u8],
+        ids: &Ids,
     ) -> Result<Prepared, ApiError> {
         let (spec, cidr) = normalize(&loc.region, validate::parse_body(body)?)?;
         let vpc_loc = Location {
@@ -133,14 +135,19 @@ impl ResourceKind for SubnetKind {
             }
         }
         Ok(Prepared {
-            name: validate::new_id("subnet"),
+            name: validate::new_id(conn, loc, ids, "subnet").await?,
             parent: vpc.name,
             spec: to_value(&spec)?,
             secret_hash: None,
         })
     }
 
-    fn revise(old: &Value, merged: Value, _password: Option<Value>) -> Result<Revised, ApiError> {
+    fn revise(
+        old: &Value,
+        merged: Value,
+        _password: Option<Value>,
+        _ids: &Ids,
+    ) -> Result<Revised, ApiError> {
         let (new, _) = normalize(&region_of(old), validate::parse_value(merged)?)?;
         Ok(Revised {
             spec: to_value(&new)?,

@@ -11,6 +11,7 @@ use sqlx::SqliteConnection;
 
 use crate::error::ApiError;
 use crate::field_rules::{TAG_KEY_MAX, TAG_VALUE_MAX, TAGS_MAX};
+use crate::ids::Ids;
 use crate::model::{Kind, REGIONS, Tags};
 use crate::store::{self, Location, Row};
 
@@ -287,11 +288,22 @@ pub async fn subnets_in_one_vpc(
     Ok(vpc)
 }
 
-/// A random cloud id: `<prefix>-<17 hex>`.
-pub fn new_id(prefix: &str) -> String {
-    let bytes: [u8; 9] = rand::random();
-    let hex = hex::encode(bytes);
-    format!("{prefix}-{}", &hex[..17])
+/// A new cloud id, `<prefix>-<17 hex>`, that no resource at `loc` has.
+/// Random ids never meet in practice; seeded ones do when a seed is set
+/// again over the resources it made (a snapshot loaded, then the same seed
+/// set), and then the next draw is taken, as reproducible as the first.
+pub async fn new_id(
+    conn: &mut SqliteConnection,
+    loc: &Location,
+    ids: &Ids,
+    prefix: &str,
+) -> Result<String, sqlx::Error> {
+    loop {
+        let id = ids.resource_id(prefix);
+        if store::find(&mut *conn, loc, &id).await?.is_none() {
+            return Ok(id);
+        }
+    }
 }
 
 #[cfg(test)]

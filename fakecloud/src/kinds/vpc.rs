@@ -7,6 +7,7 @@ use sqlx::SqliteConnection;
 
 use super::{Prepared, ResourceKind, Revised, States, validate};
 use crate::error::ApiError;
+use crate::ids::Ids;
 use crate::model::{CreateVpc, InstanceTenancy, Kind, Tags, Vpc};
 use crate::store::{self, Location, Row};
 
@@ -71,20 +72,26 @@ impl ResourceKind for VpcKind {
     type Resource = Vpc;
 
     async fn prepare(
-        _conn: &mut SqliteConnection,
-        _loc: &Location,
+        conn: &mut SqliteConnection,
+        loc: &Location,
         body: &[u8],
+        ids: &Ids,
     ) -> Result<Prepared, ApiError> {
         let spec = normalize(validate::parse_body(body)?)?;
         Ok(Prepared {
-            name: validate::new_id("vpc"),
+            name: validate::new_id(conn, loc, ids, "vpc").await?,
             parent: String::new(),
             spec: to_value(&spec)?,
             secret_hash: None,
         })
     }
 
-    fn revise(old: &Value, merged: Value, _password: Option<Value>) -> Result<Revised, ApiError> {
+    fn revise(
+        old: &Value,
+        merged: Value,
+        _password: Option<Value>,
+        _ids: &Ids,
+    ) -> Result<Revised, ApiError> {
         let new = normalize(validate::parse_value(merged)?)?;
         let old_tenancy = old.get("instanceTenancy").and_then(Value::as_str);
         if new.instance_tenancy == InstanceTenancy::Dedicated && old_tenancy != Some("dedicated") {

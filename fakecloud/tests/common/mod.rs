@@ -51,9 +51,25 @@ impl Cloud {
 
     /// A server over an existing database file (restart tests).
     pub async fn start_on(db_path: &str, delay: Duration) -> Cloud {
-        let server = fakecloud::spawn(config(db_path, delay))
-            .await
-            .expect("server starts");
+        Cloud::start_with(config(db_path, delay)).await
+    }
+
+    /// A server with the usual settings (immediate provisioning, a temp
+    /// file) as `change` changes them.
+    pub async fn start_configured(change: impl FnOnce(&mut Config)) -> Cloud {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db_path = dir.path().join("fakecloud.db").display().to_string();
+        let mut config = config(&db_path, Duration::ZERO);
+        change(&mut config);
+        let mut cloud = Cloud::start_with(config).await;
+        cloud._dir = Some(dir);
+        cloud
+    }
+
+    /// A server as `config` says.
+    pub async fn start_with(config: Config) -> Cloud {
+        let db_path = config.database.clone();
+        let server = fakecloud::spawn(config).await.expect("server starts");
         let base = server.base_url();
         Cloud {
             a: Client::new(&base, KEY_A).with_retry(RetryPolicy::none()),
@@ -61,7 +77,7 @@ impl Cloud {
             admin: AdminClient::new(&base, ADMIN),
             http: reqwest::Client::new(),
             base,
-            db_path: db_path.to_string(),
+            db_path,
             server,
             _dir: None,
         }
@@ -159,4 +175,58 @@ where
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     panic!("timed out waiting for {what}");
+}
+
+/// A snapshot file's lines as JSON (header first), gzip'd or not.
+pub fn snapshot_lines(file: &[u8]) -> Vec<serde_json::Value> {
+    use std::io::Read;
+    let mut text = String::new();
+    if file.starts_with(&[0x1f, 0x8b]) {
+        flate2::read::GzDecoder::new(file)
+            .read_to_string(&mut text)
+            .expect("gzip");
+    } else {
+        text = String::from_utf8(file.to_vec()).expect("utf-8");
+    }
+    text.lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect()
+}
+
+/// Gzips `text` as a snapshot file is.
+pub fn gzip(text: &str) -> Vec<u8> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(text.as_bytes()).expect("gzip");
+    encoder.finish().expect("gzip")
+}
+
+/// Lines back into a file's text.
+pub fn to_text(lines: &[serde_json::Value]) -> String {
+    lines.iter().map(|line| format!("{line}\n")).collect()
+}
+
+/// Every resource as the admin API shows it, by kind, account and id, for
+/// comparing two states.
+pub async fn resources(admin: &AdminClient) -> Vec<fakecloud::model::AdminResource> {
+    let mut all = admin.resources(None, None).await.expect("resources");
+    all.sort_by(|a, b| {
+        (a.kind.as_str(), &a.account, &a.id).cmp(&(b.kind.as_str(), &b.account, &b.id))
+    });
+    all
+}
+
+/// `resources` without the times of day they were made and changed, which
+/// a replay cannot repeat: what "the same state" compares.
+pub fn timeless(resources: &[fakecloud::model::AdminResource]) -> Vec<serde_json::Value> {
+    resources
+        .iter()
+        .map(|r| {
+            let mut value = serde_json::to_value(r).expect("resource");
+            let body = value["resource"].as_object_mut().expect("object");
+            body.remove("createdAt");
+            body.remove("updatedAt");
+            value
+        })
+        .collect()
 }
