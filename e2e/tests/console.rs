@@ -6,7 +6,9 @@
 //! audit, injects a fault and sees the provider's call fail with it,
 //! changes a tag as an outside actor (a hostile value that must show as
 //! text) and sees the change, and the provider undoing it, in the
-//! resource's history, and logs out. Pages are never reloaded where the
+//! resource's history, saves a snapshot of the state, loads it back after
+//! its confirmation page and deletes it, records the provider's calls for
+//! a while, and logs out. Pages are never reloaded where the
 //! console promises live updates: a marker set in the page must survive.
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (scripts/setup test);
@@ -323,6 +325,8 @@ async fn story(browser: &Browser, system: &System) -> Result<()> {
     watch_calls_arrive(browser, system).await?;
     inject_a_fault(browser, system, &id).await?;
     change_a_tag_as_an_outside_actor(browser, system, &id).await?;
+    save_load_and_delete_a_snapshot(browser, system).await?;
+    record_the_providers_calls(browser, system).await?;
     log_out(browser, system).await
 }
 
@@ -609,6 +613,159 @@ async fn change_a_tag_as_an_outside_actor(
     )
     .await?;
     screenshot(browser, "resource.png").await?;
+    Ok(())
+}
+
+/// Waits for the page a form answered with to show a flash saying `text`
+/// (the page the form was on may have had a flash of its own).
+async fn flash_saying(browser: &Browser, text: &str) -> Result<String> {
+    eventually(&format!("a flash saying {text:?}"), || async {
+        let flash = run(
+            browser,
+            "const f = document.querySelector('.flash'); return f ? f.innerText : '';",
+        )
+        .await?;
+        Ok(flash
+            .as_str()
+            .filter(|f| f.contains(text))
+            .map(str::to_owned))
+    })
+    .await
+}
+
+/// Saves the state under a name, sees it listed and its file download,
+/// loads it back (`merge`) through the page that names the accounts it
+/// replaces, and deletes it, ticking the box that confirms.
+async fn save_load_and_delete_a_snapshot(browser: &Browser, system: &System) -> Result<()> {
+    const NAME: &str = "console-demo";
+    browser.goto(&system.console("")).await?;
+    browser
+        .find(Locator::LinkText("Snapshots & recorder"))
+        .await?
+        .click()
+        .await?;
+    eventually("the snapshots page", || async {
+        Ok((path_of(browser).await? == "/console/snapshots").then_some(()))
+    })
+    .await?;
+    browser
+        .find(Locator::Id("snapshot-name"))
+        .await?
+        .send_keys(&format!("{NAME}{}", &*Key::Enter))
+        .await?;
+    flash_saying(browser, &format!("Snapshot {NAME} saved")).await?;
+    let listed = rows(browser, "table.snapshots").await?;
+    let row = listed
+        .iter()
+        .find(|r| r[0] == NAME)
+        .with_context(|| format!("the snapshot in the list: {listed:?}"))?;
+    ensure!(
+        row[3].contains("VPC") && row[4] == "dev, team-b" && row[5] == "v1",
+        "the list shows its resources, accounts and format: {row:?}"
+    );
+    screenshot(browser, "snapshots.png").await?;
+    let download = run(
+        browser,
+        &format!(
+            "return fetch('/console/snapshots/{NAME}/file').then(r =>              [r.status, r.headers.get('content-disposition')]);"
+        ),
+    )
+    .await?;
+    ensure!(
+        download[0] == json!(200)
+            && download[1]
+                .as_str()
+                .is_some_and(|d| d.starts_with("attachment")),
+        "the download link gives the file: {download}"
+    );
+
+    // Load: the list's button opens a page saying what will be replaced.
+    browser
+        .find(Locator::Id(&format!("strategy-{NAME}")))
+        .await?
+        .select_by_value("merge")
+        .await?;
+    browser
+        .find(Locator::Css(&format!(
+            "form[action='/console/snapshots/{NAME}/load'] button"
+        )))
+        .await?
+        .click()
+        .await?;
+    let confirmation = format!("/console/snapshots/{NAME}/load");
+    eventually("the load's confirmation page", || async {
+        Ok((path_of(browser).await? == confirmation).then_some(()))
+    })
+    .await?;
+    let replaced = browser
+        .find(Locator::Id("what-is-replaced"))
+        .await?
+        .text()
+        .await?;
+    ensure!(
+        replaced.contains("The accounts in the file: dev, team-b"),
+        "the confirmation names the accounts a merge replaces: {replaced}"
+    );
+    screenshot(browser, "snapshot-load.png").await?;
+    browser
+        .find(Locator::Css("main form[method=post] button[type=submit]"))
+        .await?
+        .click()
+        .await?;
+    flash_saying(browser, &format!("Snapshot {NAME} loaded (merge)")).await?;
+
+    // Delete, once the box is ticked.
+    browser
+        .find(Locator::Id(&format!("confirm-delete-{NAME}")))
+        .await?
+        .click()
+        .await?;
+    browser
+        .find(Locator::Css(&format!(
+            "form[action='/console/snapshots/{NAME}/delete'] button"
+        )))
+        .await?
+        .click()
+        .await?;
+    flash_saying(browser, &format!("Snapshot {NAME} deleted")).await?;
+    ensure!(
+        browser.source().await?.contains("None saved yet."),
+        "the snapshot is gone from the list"
+    );
+    Ok(())
+}
+
+/// Starts the recorder, lets the provider's polls be recorded, stops it:
+/// the page counts the calls and offers the recording.
+async fn record_the_providers_calls(browser: &Browser, system: &System) -> Result<()> {
+    browser.goto(&system.console("/snapshots")).await?;
+    browser
+        .find(Locator::Css(
+            "form[action='/console/recorder/start'] button",
+        ))
+        .await?
+        .click()
+        .await?;
+    flash_saying(browser, "Recording").await?;
+    eventually("a recorded call of the provider", || async {
+        browser.refresh().await?;
+        let state = browser
+            .find(Locator::Id("recorder-state"))
+            .await?
+            .text()
+            .await?;
+        Ok((state.starts_with("Recording since") && !state.contains(": 0 calls")).then_some(()))
+    })
+    .await?;
+    browser
+        .find(Locator::Css("form[action='/console/recorder/stop'] button"))
+        .await?
+        .click()
+        .await?;
+    flash_saying(browser, "Not recording").await?;
+    browser
+        .find(Locator::LinkText("Download the recording"))
+        .await?;
     Ok(())
 }
 

@@ -15,14 +15,16 @@ pub enum Section {
     Resources,
     Audit,
     Faults,
+    Snapshots,
 }
 
 impl Section {
-    const ALL: [Section; 4] = [
+    const ALL: [Section; 5] = [
         Section::Summary,
         Section::Resources,
         Section::Audit,
         Section::Faults,
+        Section::Snapshots,
     ];
 
     fn href(self) -> &'static str {
@@ -31,6 +33,7 @@ impl Section {
             Section::Resources => "/console/resources",
             Section::Audit => "/console/audit",
             Section::Faults => "/console/faults",
+            Section::Snapshots => "/console/snapshots",
         }
     }
 
@@ -40,6 +43,7 @@ impl Section {
             Section::Resources => "Resources",
             Section::Audit => "Audit",
             Section::Faults => "Faults & throttling",
+            Section::Snapshots => "Snapshots & recorder",
         }
     }
 }

@@ -1,7 +1,7 @@
 //! fakecloud's web console at `/console`: the resources of every account,
 //! the audit of calls as they arrive, outside-actor changes, faults and
-//! throttling, as pages a person can watch during a demo instead of
-//! reading JSON.
+//! throttling, snapshots and the request recorder, as pages a person can
+//! watch during a demo instead of reading JSON.
 //!
 //! Served by the binary itself, with no build step of its own: the pages
 //! are rendered on the server with maud (templates are Rust, checked at
@@ -159,6 +159,34 @@ pub fn router<S: Clone + Send + Sync + 'static>(
         .route(
             "/console/throttling/accounts/clear",
             post(pages::faults::clear_account_throttling),
+        )
+        .route(
+            "/console/snapshots",
+            get(pages::snapshots::page).post(pages::snapshots::save),
+        )
+        .route(
+            "/console/snapshots/{name}/file",
+            get(pages::snapshots::download),
+        )
+        .route(
+            "/console/snapshots/{name}/load",
+            get(pages::snapshots::confirm_load).post(pages::snapshots::load),
+        )
+        .route(
+            "/console/snapshots/{name}/delete",
+            post(pages::snapshots::delete),
+        )
+        .route(
+            "/console/recorder/start",
+            post(pages::snapshots::start_recorder),
+        )
+        .route(
+            "/console/recorder/stop",
+            post(pages::snapshots::stop_recorder),
+        )
+        .route(
+            "/console/recorder/file",
+            get(pages::snapshots::download_recording),
         )
         .route("/console/live", get(live::changes))
         .route("/console/live/audit", get(live::audit))

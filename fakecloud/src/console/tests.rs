@@ -202,6 +202,7 @@ async fn login_sets_a_strict_http_only_cookie_and_the_token_never_shows() {
         "/console/resources",
         "/console/audit",
         "/console/faults",
+        "/console/snapshots",
     ] {
         let response = site.get(session, path).await;
         assert_eq!(response.status(), StatusCode::OK, "{path}");
@@ -603,4 +604,348 @@ async fn an_open_event_stream_does_not_hold_the_shutdown_open() {
     let shutdown = tokio::time::timeout(Duration::from_secs(5), site.server.shutdown()).await;
     assert!(matches!(shutdown, Ok(Ok(()))), "{shutdown:?}");
     drop(stream);
+}
+
+/// The page's flash, once it follows a form.
+async fn flash_of(site: &Site, login: &Login) -> String {
+    let page = site.page(&login.cookie, "/console/snapshots").await;
+    let start = page.find("class=\"flash").expect("a flash");
+    let text = &page[start..];
+    let text = &text[text.find('>').unwrap() + 1..];
+    text[..text.find("</p>").unwrap()].to_owned()
+}
+
+#[tokio::test]
+async fn a_snapshot_is_saved_listed_downloaded_and_deleted_in_the_console() {
+    let site = Site::start().await;
+    site.create_vpc(json!({})).await;
+    let login = site.login().await;
+    let page = site.page(&login.cookie, "/console/snapshots").await;
+    assert!(
+        page.contains("<a href=\"/console/snapshots\" aria-current=\"page\">"),
+        "the navigation links the page: {page}"
+    );
+    assert!(page.contains("None saved yet."), "{page}");
+    assert!(page.contains("Nothing recorded yet."), "{page}");
+
+    let saved = site
+        .post(&login, "/console/snapshots", &[("name", "before")])
+        .await;
+    assert_eq!(saved.status(), StatusCode::SEE_OTHER);
+    assert_eq!(saved.headers()[LOCATION], "/console/snapshots");
+    let page = site.page(&login.cookie, "/console/snapshots").await;
+    assert!(
+        page.contains("Snapshot before saved: 1 resource, "),
+        "{page}"
+    );
+    for cell in [
+        "<td class=\"id\">before</td>",
+        "<td>1 (1 VPC)</td>",
+        &format!("<td>{ACCOUNT}</td>"),
+        "<td>v1</td>",
+        "href=\"/console/snapshots/before/file\"",
+    ] {
+        assert!(page.contains(cell), "{cell}: {page}");
+    }
+    let admin = site.admin_get("/admin/audit?actor=admin").await;
+    assert_eq!(admin[0]["path"], "/console/snapshots", "{admin}");
+    assert_eq!(admin[0]["status"], 201, "{admin}");
+
+    // The download is the file /admin serves.
+    let download = site
+        .get(&login.cookie, "/console/snapshots/before/file")
+        .await;
+    assert_eq!(download.status(), StatusCode::OK);
+    let disposition = download.headers()["content-disposition"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(disposition.starts_with("attachment"), "{disposition}");
+    let file = download.bytes().await.unwrap();
+    let from_admin = site
+        .http
+        .get(site.url("/admin/snapshots/before"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(file, from_admin);
+
+    // What /admin refuses, the console refuses, in its words.
+    site.post(&login, "/console/snapshots", &[("name", "before")])
+        .await;
+    let refused = flash_of(&site, &login).await;
+    assert!(refused.contains("a snapshot named"), "{refused}");
+    assert!(refused.contains("exists"), "{refused}");
+
+    // Deleting takes the ticked box.
+    let unconfirmed = site
+        .post(&login, "/console/snapshots/before/delete", &[])
+        .await;
+    assert_eq!(unconfirmed.status(), StatusCode::SEE_OTHER);
+    let refused = flash_of(&site, &login).await;
+    assert!(refused.starts_with("Nothing deleted"), "{refused}");
+    assert_eq!(
+        site.admin_get("/admin/snapshots").await[0]["name"],
+        "before"
+    );
+    site.post(
+        &login,
+        "/console/snapshots/before/delete",
+        &[("confirm", "yes")],
+    )
+    .await;
+    let deleted = flash_of(&site, &login).await;
+    assert_eq!(deleted, "Snapshot before deleted; the state is untouched.");
+    assert_eq!(site.admin_get("/admin/snapshots").await, json!([]));
+    assert_eq!(site.admin_get("/admin/resources").await[0]["kind"], "vpc");
+}
+
+#[tokio::test]
+async fn a_load_is_confirmed_on_a_page_that_says_what_it_replaces() {
+    let site = Site::start().await;
+    site.create_vpc(json!({})).await;
+    let login = site.login().await;
+    site.post(&login, "/console/snapshots", &[("name", "one-vpc")])
+        .await;
+    site.create_vpc(json!({})).await;
+    let resources = || async {
+        site.admin_get("/admin/resources")
+            .await
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert_eq!(resources().await, 2);
+
+    // The list's Load button only opens the confirmation page (a GET).
+    let list = site.page(&login.cookie, "/console/snapshots").await;
+    assert!(
+        list.contains(
+            "<form class=\"inline\" method=\"get\" action=\"/console/snapshots/one-vpc/load\">"
+        ),
+        "{list}"
+    );
+    let merge = site
+        .page(
+            &login.cookie,
+            "/console/snapshots/one-vpc/load?strategy=merge",
+        )
+        .await;
+    assert!(merge.contains("Load snapshot one-vpc?"), "{merge}");
+    assert!(
+        merge.contains(&format!(
+            "The accounts in the file: <strong>{ACCOUNT}</strong>"
+        )),
+        "{merge}"
+    );
+    assert!(merge.contains("stay as they are"), "{merge}");
+    assert!(merge.contains("name=\"csrf\""), "{merge}");
+    let overwrite = site
+        .page(
+            &login.cookie,
+            "/console/snapshots/one-vpc/load?strategy=overwrite",
+        )
+        .await;
+    assert!(
+        overwrite.contains("<strong>The whole state</strong>"),
+        "{overwrite}"
+    );
+    assert!(
+        overwrite.contains("action=\"/console/snapshots/one-vpc/load\""),
+        "{overwrite}"
+    );
+    assert!(
+        overwrite.contains("name=\"strategy\" value=\"overwrite\""),
+        "{overwrite}"
+    );
+    assert_eq!(
+        resources().await,
+        2,
+        "showing what a load would do loads nothing"
+    );
+
+    // Bad input is refused in the admin API's words.
+    let unknown = site
+        .get(
+            &login.cookie,
+            "/console/snapshots/one-vpc/load?strategy=swap",
+        )
+        .await;
+    assert_eq!(unknown.status(), StatusCode::BAD_REQUEST);
+    assert!(unknown.text().await.unwrap().contains("strategy"));
+    let missing = site
+        .get(&login.cookie, "/console/snapshots/none/load?strategy=merge")
+        .await;
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    assert!(
+        missing
+            .text()
+            .await
+            .unwrap()
+            .contains("no snapshot named &quot;none&quot;")
+    );
+
+    // A load without the confirmation page's field does nothing.
+    site.post(
+        &login,
+        "/console/snapshots/one-vpc/load",
+        &[("strategy", "overwrite")],
+    )
+    .await;
+    let refused = flash_of(&site, &login).await;
+    assert!(refused.starts_with("Nothing loaded"), "{refused}");
+    assert_eq!(resources().await, 2);
+
+    let loaded = site
+        .post(
+            &login,
+            "/console/snapshots/one-vpc/load",
+            &[("strategy", "overwrite"), ("confirm", "yes")],
+        )
+        .await;
+    assert_eq!(loaded.status(), StatusCode::SEE_OTHER);
+    let flash = flash_of(&site, &login).await;
+    assert_eq!(
+        flash,
+        "Snapshot one-vpc loaded (overwrite): the whole state replaced; 1 resource from the file."
+    );
+    assert_eq!(resources().await, 1);
+    site.post(
+        &login,
+        "/console/snapshots/one-vpc/load",
+        &[("strategy", "merge"), ("confirm", "yes")],
+    )
+    .await;
+    let flash = flash_of(&site, &login).await;
+    assert!(
+        flash.contains(&format!("(merge): accounts {ACCOUNT} replaced")),
+        "{flash}"
+    );
+}
+
+#[tokio::test]
+async fn snapshot_and_recorder_forms_without_the_token_are_refused() {
+    let site = Site::start().await;
+    let login = site.login().await;
+    site.post(&login, "/console/snapshots", &[("name", "kept")])
+        .await;
+    for (path, fields) in [
+        ("/console/snapshots", vec![("name", "sneaky")]),
+        (
+            "/console/snapshots/kept/load",
+            vec![("strategy", "overwrite"), ("confirm", "yes")],
+        ),
+        ("/console/snapshots/kept/delete", vec![("confirm", "yes")]),
+        ("/console/recorder/start", vec![]),
+        ("/console/recorder/stop", vec![]),
+    ] {
+        let refused = site
+            .http
+            .post(site.url(path))
+            .header(COOKIE, &login.cookie)
+            .header(ORIGIN, site.origin())
+            .form(&fields)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), StatusCode::FORBIDDEN, "{path}");
+    }
+    let snapshots = site.admin_get("/admin/snapshots").await;
+    assert_eq!(snapshots.as_array().unwrap().len(), 1, "{snapshots}");
+    assert_eq!(snapshots[0]["name"], "kept");
+    let recording = site
+        .http
+        .get(site.url("/admin/recorder"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        recording.status(),
+        StatusCode::NOT_FOUND,
+        "nothing recorded"
+    );
+}
+
+#[tokio::test]
+async fn a_hostile_snapshot_name_shows_as_text() {
+    let site = Site::start().await;
+    let login = site.login().await;
+    let hostile = "<script>alert('snapshot')</script>";
+    site.post(&login, "/console/snapshots", &[("name", hostile)])
+        .await;
+    let page = site.page(&login.cookie, "/console/snapshots").await;
+    let escaped = "&lt;script&gt;alert('snapshot')&lt;/script&gt;";
+    assert!(page.contains(escaped), "{page}");
+    assert!(page.contains("is not a snapshot name"), "{page}");
+    assert!(!page.contains(hostile), "{page}");
+    assert_eq!(site.admin_get("/admin/snapshots").await, json!([]));
+    let path = format!(
+        "/console/snapshots/{}/load?strategy=merge",
+        "%3Cscript%3Ealert('snapshot')%3C%2Fscript%3E"
+    );
+    let refused = site.get(&login.cookie, &path).await;
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    let page = refused.text().await.unwrap();
+    assert!(page.contains(escaped), "{page}");
+    assert!(!page.contains(hostile), "{page}");
+}
+
+#[tokio::test]
+async fn the_recorder_is_started_stopped_and_downloaded_in_the_console() {
+    let site = Site::start().await;
+    let login = site.login().await;
+    site.post(&login, "/console/recorder/start", &[]).await;
+    let flash = flash_of(&site, &login).await;
+    assert!(flash.starts_with("Recording"), "{flash}");
+    site.post(&login, "/console/recorder/start", &[]).await;
+    let refused = flash_of(&site, &login).await;
+    assert!(refused.contains("a recording runs already"), "{refused}");
+    site.create_vpc(json!({})).await;
+    let page = site.page(&login.cookie, "/console/snapshots").await;
+    assert!(page.contains(": 1 call so far."), "{page}");
+    assert!(page.contains("Recording since "), "{page}");
+    assert!(
+        page.contains("Stop recording") && !page.contains("Start recording"),
+        "only the button that applies: {page}"
+    );
+    site.post(&login, "/console/recorder/stop", &[]).await;
+    let flash = flash_of(&site, &login).await;
+    assert_eq!(
+        flash,
+        "Not recording. The recording holds 1 call, ready to download."
+    );
+    let page = site.page(&login.cookie, "/console/snapshots").await;
+    assert!(
+        page.contains("Not recording. The last recording started "),
+        "{page}"
+    );
+    assert!(page.contains("and holds 1 call."), "{page}");
+    assert!(
+        page.contains("Start recording") && !page.contains("Stop recording"),
+        "{page}"
+    );
+    let file = site.get(&login.cookie, "/console/recorder/file").await;
+    assert_eq!(file.status(), StatusCode::OK);
+    assert!(
+        file.headers()["content-disposition"]
+            .to_str()
+            .unwrap()
+            .starts_with("attachment")
+    );
+    let text = file.text().await.unwrap();
+    assert!(text.contains("/v1/regions/us-east-1/vpcs"), "{text}");
+    let admin = site.admin_get("/admin/audit?actor=admin").await;
+    let paths: Vec<&str> = admin
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["path"].as_str())
+        .collect();
+    assert!(paths.contains(&"/console/recorder/stop"), "{paths:?}");
+    assert!(paths.contains(&"/console/recorder/start"), "{paths:?}");
 }

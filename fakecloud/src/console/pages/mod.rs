@@ -5,6 +5,7 @@ pub mod audit;
 pub mod faults;
 pub mod resource;
 pub mod resources;
+pub mod snapshots;
 pub mod summary;
 
 use super::error::ConsoleError;
