@@ -24,7 +24,9 @@ use e2e::scope::APP;
 use e2e::world::{NAMESPACE, World, is_ready, is_synced};
 use k8s_openapi::api::core::v1::{Event, Pod, Secret};
 use k8s_openapi::api::rbac::v1::ClusterRole;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Api;
+use kube::api::{Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -280,7 +282,10 @@ async fn client_with_token(
 /// lifecycles, a ProviderConfig's finalizer and status, a repeated Event
 /// and leader election. Returns the world (for the caller to shut down)
 /// and every permission the provider's requests needed.
-async fn lifecycle_under(role: &ClusterRole) -> anyhow::Result<(World, BTreeSet<Permission>)> {
+async fn lifecycle_under(
+    role: &ClusterRole,
+    after_upgrade: bool,
+) -> anyhow::Result<(World, BTreeSet<Permission>)> {
     e2e::init_tracing();
     let mut world = World::start().await?;
     // The world's provider runs as cluster admin; replace it.
@@ -299,6 +304,19 @@ async fn lifecycle_under(role: &ClusterRole) -> anyhow::Result<(World, BTreeSet<
         "listing Pods must be forbidden: {denied:?}"
     );
     recorded.0.lock().expect("recorded lock").clear();
+
+    // With `after_upgrade`, the cluster as an upgrade from v1alpha1 leaves
+    // it: the namespaced VPC's CRD still lists v1alpha1 among its stored
+    // versions, so the provider's storage migration runs under the role too.
+    if after_upgrade {
+        Api::<CustomResourceDefinition>::all(world.kube())
+            .patch_status(
+                "vpcs.network.fakecloud.m.crossplane.io",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"storedVersions": ["v1alpha1", "v1beta1"]}})),
+            )
+            .await?;
+    }
 
     let config = <provider::config::Config as clap::Parser>::try_parse_from([
         "provider",
@@ -594,7 +612,17 @@ async fn query_lifecycle(world: &World) -> anyhow::Result<()> {
 #[tokio::test]
 async fn the_provider_runs_on_its_cluster_role_alone() -> anyhow::Result<()> {
     let role = role();
-    let (world, used) = lifecycle_under(&role).await?;
+    let (world, used) = lifecycle_under(&role, true).await?;
+    let stored = Api::<CustomResourceDefinition>::all(world.kube())
+        .get("vpcs.network.fakecloud.m.crossplane.io")
+        .await?
+        .status
+        .and_then(|s| s.stored_versions);
+    assert_eq!(
+        stored.as_deref(),
+        Some(&["v1beta1".to_owned()][..]),
+        "the storage migration ran under the role"
+    );
     let managed = managed_resources();
     let role_permissions = role_permissions(&role);
     // The role names every managed kind, with the same verbs for each
@@ -703,7 +731,10 @@ fn the_crossplane_role_names_every_package_crd_and_grants_by_rbac_rules() {
 async fn the_provider_needs_no_more_than_crossplane_grants_a_safe_start_provider()
 -> anyhow::Result<()> {
     let role = e2e::grants::crossplane_safe_start_role()?;
-    let (world, used) = lifecycle_under(&role).await?;
+    // A fresh install: Crossplane's grant has no CRD status patch, which
+    // the storage migration after an upgrade needs (README, "Two
+    // versions": an administrator grants it or patches storedVersions).
+    let (world, used) = lifecycle_under(&role, false).await?;
     assert!(!used.is_empty(), "the provider made requests");
     let denied: Vec<_> = used.iter().filter(|p| !allows(&role, p)).collect();
     assert!(
