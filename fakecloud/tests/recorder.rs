@@ -64,20 +64,8 @@ async fn workload(cloud: &Cloud) {
         .unwrap_err();
     assert_eq!(overlapping.status(), Some(409));
     cloud
-        .a
-        .create_node_group(
-            REGION,
-            "c1",
-            &CreateNodeGroup {
-                name: "workers".into(),
-                subnet_ids: vec![subnets[0].id.clone()],
-                node_role: "role".into(),
-                ..Default::default()
-            },
-            Some("workers-once"),
-        )
-        .await
-        .unwrap();
+        .node_group("workers", &subnets[0].id, Some("workers-once"))
+        .await;
     let group = cloud
         .a
         .get_node_group(REGION, "c1", "workers")

@@ -19,20 +19,8 @@ async fn build_world(cloud: &Cloud) {
     let vpc = cloud.vpc("10.0.0.0/16").await;
     let subnet = cloud.subnet(&vpc.id, "10.0.1.0/24").await;
     cloud
-        .a
-        .create_node_group(
-            REGION,
-            "c1",
-            &CreateNodeGroup {
-                name: "workers".into(),
-                subnet_ids: vec![subnet.id.clone()],
-                node_role: "role".into(),
-                ..Default::default()
-            },
-            Some("workers-once"),
-        )
-        .await
-        .unwrap();
+        .node_group("workers", &subnet.id, Some("workers-once"))
+        .await;
     cloud
         .a
         .create_database_instance(REGION, &database("orders"), None)
@@ -253,20 +241,8 @@ async fn save_load_save_gives_the_same_file_and_the_same_state() {
     // The idempotency record came back: the same key replays the create.
     let subnet = after.0.iter().find(|r| r.kind == Kind::Subnet).unwrap();
     let replayed = cloud
-        .a
-        .create_node_group(
-            REGION,
-            "c1",
-            &CreateNodeGroup {
-                name: "workers".into(),
-                subnet_ids: vec![subnet.id.clone()],
-                node_role: "role".into(),
-                ..Default::default()
-            },
-            Some("workers-once"),
-        )
-        .await
-        .unwrap();
+        .node_group("workers", &subnet.id, Some("workers-once"))
+        .await;
     let stored = after.0.iter().find(|r| r.id == "workers").unwrap();
     assert_eq!(replayed.etag, stored.etag);
 }
@@ -431,21 +407,7 @@ async fn transitions_under_way_resume_with_their_time_left() {
     cloud.admin.set_timing_all(Duration::ZERO).await.unwrap();
     let ready_vpc = cloud.vpc("10.1.0.0/16").await;
     let subnet = cloud.subnet(&ready_vpc.id, "10.1.1.0/24").await;
-    cloud
-        .a
-        .create_node_group(
-            REGION,
-            "c1",
-            &CreateNodeGroup {
-                name: "going".into(),
-                subnet_ids: vec![subnet.id.clone()],
-                node_role: "role".into(),
-                ..Default::default()
-            },
-            None,
-        )
-        .await
-        .unwrap();
+    cloud.node_group("going", &subnet.id, None).await;
     cloud
         .admin
         .set_timing(Kind::NodeGroup, delay)

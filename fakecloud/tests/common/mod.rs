@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use fakecloud::client::{AdminClient, Client, ClientError, RetryPolicy};
-use fakecloud::model::{CreateSubnet, CreateVpc, Subnet, Vpc};
+use fakecloud::client::{AdminClient, Client, ClientError, RetryPolicy, Versioned};
+use fakecloud::model::{CreateNodeGroup, CreateSubnet, CreateVpc, NodeGroup, Subnet, Vpc};
 use fakecloud::{ApiKey, Config, RunningServer};
 
 pub const REGION: &str = "us-east-1";
@@ -116,6 +116,30 @@ impl Cloud {
             .await
             .expect("create subnet")
             .resource
+    }
+
+    /// Account A's node group `name` in cluster `c1`, on one subnet, sent
+    /// with `idempotency_key` when given.
+    pub async fn node_group(
+        &self,
+        name: &str,
+        subnet: &str,
+        idempotency_key: Option<&str>,
+    ) -> Versioned<NodeGroup> {
+        self.a
+            .create_node_group(
+                REGION,
+                "c1",
+                &CreateNodeGroup {
+                    name: name.into(),
+                    subnet_ids: vec![subnet.into()],
+                    node_role: "role".into(),
+                    ..Default::default()
+                },
+                idempotency_key,
+            )
+            .await
+            .expect("create node group")
     }
 
     /// Raw request with account A's key and a raw body.
