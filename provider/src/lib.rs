@@ -221,13 +221,19 @@ pub async fn run(
 /// ([`runtime::conversion::storage`]); a failure is logged, and the next
 /// start tries again.
 async fn migrate_storage(kube: kube::Client, metrics: Metrics) {
-    for kind in apis::kinds::CONVERSIONS {
-        match runtime::conversion::storage::migrate(&kube, kind, &metrics).await {
-            Ok(done) => tracing::debug!(kind = kind.kind, ?done, "storage migration"),
-            Err(error) => {
-                error!(kind = kind.kind, %error, "storage migration failed; the next start tries again")
+    let kinds = apis::kinds::CONVERSIONS;
+    match runtime::conversion::storage::migrate(&kube, &kinds, &metrics).await {
+        Ok(results) => {
+            for (kind, result) in kinds.iter().zip(results) {
+                match result {
+                    Ok(done) => tracing::debug!(kind = kind.kind, ?done, "storage migration"),
+                    Err(error) => {
+                        error!(kind = kind.kind, %error, "storage migration failed; the next start tries again")
+                    }
+                }
             }
         }
+        Err(error) => error!(%error, "storage migration failed; the next start tries again"),
     }
 }
 

@@ -56,25 +56,42 @@ pub enum Migrated {
     Rewritten(usize),
 }
 
-/// Migrates the stored objects of `kind` to its newest version, if its CRD
-/// stores that version and lists others in `storedVersions`.
+/// Migrates the stored objects of each of `kinds` to its newest version,
+/// where its CRD stores that version and lists others in `storedVersions`;
+/// the CRDs are listed once for all of them. One result per kind, in
+/// order: a kind's failure does not stop the others.
 pub async fn migrate(
     client: &Client,
-    kind: &KindVersions,
+    kinds: &[&KindVersions],
     metrics: &Metrics,
-) -> Result<Migrated, MigrationError> {
+) -> Result<Vec<Result<Migrated, MigrationError>>, MigrationError> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let list = crds
         .list(&ListParams::default())
         .await
         .map_err(kube_error("listing CRDs"))?;
-    let Some(crd) = list
-        .items
-        .into_iter()
-        .find(|c| c.spec.group == kind.group && c.spec.names.kind == kind.kind)
-    else {
-        return Ok(Migrated::NoCrd);
-    };
+    let mut results = Vec::with_capacity(kinds.len());
+    for kind in kinds {
+        let crd = list
+            .items
+            .iter()
+            .find(|c| c.spec.group == kind.group && c.spec.names.kind == kind.kind);
+        results.push(match crd {
+            Some(crd) => migrate_kind(client, &crds, crd, kind, metrics).await,
+            None => Ok(Migrated::NoCrd),
+        });
+    }
+    Ok(results)
+}
+
+/// [`migrate`] for one kind whose CRD is `crd`.
+async fn migrate_kind(
+    client: &Client,
+    crds: &Api<CustomResourceDefinition>,
+    crd: &CustomResourceDefinition,
+    kind: &KindVersions,
+    metrics: &Metrics,
+) -> Result<Migrated, MigrationError> {
     let newest = kind.newest();
     if !crd
         .spec
