@@ -1871,3 +1871,119 @@ async fn standard_metrics_follow_a_create_a_drift_and_a_deletion() {
     );
     f.cloud.shutdown().await.unwrap();
 }
+
+/// The cloud VPCs that carry the tags the provider gives the VPC `name`.
+async fn vpcs_tagged_for(f: &Fixture, name: &str) -> Vec<String> {
+    let options = fakecloud::client::ListOptions {
+        tags: provider_tags(name)
+            .into_iter()
+            .map(|(key, value)| (key, value.as_str().map(str::to_owned)))
+            .collect(),
+        ..Default::default()
+    };
+    let page = f.client.list_vpcs(REGION, &options).await.unwrap();
+    page.items.into_iter().map(|vpc| vpc.id).collect()
+}
+
+#[tokio::test]
+async fn a_resource_the_cloud_gets_back_is_adopted_not_created_a_third_time() {
+    let f = Fixture::new().await;
+    ready_vpc(&f, "restored").await;
+    let first = f
+        .annotation::<Vpc>("restored", EXTERNAL_NAME_ANNOTATION)
+        .unwrap();
+    f.admin.save_snapshot("before").await.unwrap();
+
+    // Deleted behind the provider's back: created again, under a new id,
+    // once (no tagged resource is left to adopt).
+    f.client.delete_vpc(REGION, &first).await.unwrap();
+    assert_eq!(f.reconcile::<Vpc>("restored").await.result, "success");
+    let second = f
+        .annotation::<Vpc>("restored", EXTERNAL_NAME_ANNOTATION)
+        .unwrap();
+    assert_ne!(second, first, "created anew");
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 1);
+
+    // The cloud goes back to the snapshot: the first VPC is back, the
+    // second gone. The provider adopts the first instead of creating a
+    // third, which would leave the first untracked.
+    f.admin
+        .load_snapshot("before", fakecloud::model::LoadStrategy::Overwrite)
+        .await
+        .unwrap();
+    let mark = audit_mark(&f).await;
+    assert_eq!(f.reconcile::<Vpc>("restored").await.result, "success");
+    assert_eq!(
+        f.annotation::<Vpc>("restored", EXTERNAL_NAME_ANNOTATION)
+            .as_deref(),
+        Some(first.as_str()),
+        "the restored VPC is the managed one again"
+    );
+    let calls = provider_calls_since(&f, mark).await;
+    assert!(
+        calls.iter().all(|c| c.starts_with("GET ")),
+        "adopting creates nothing: {calls:?}"
+    );
+    assert_eq!(f.reconcile::<Vpc>("restored").await.result, "success");
+    assert_eq!(
+        f.condition::<Vpc>("restored", TYPE_READY)
+            .map(|(s, _)| s)
+            .as_deref(),
+        Some("True"),
+        "observed Ready under its old id"
+    );
+    assert_eq!(vpcs_tagged_for(&f, "restored").await, [first]);
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 1, "no duplicate");
+    f.cloud.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn two_cloud_resources_with_its_tags_stop_the_create_for_a_human() {
+    let f = Fixture::new().await;
+    ready_vpc(&f, "twice").await;
+    let id = f
+        .annotation::<Vpc>("twice", EXTERNAL_NAME_ANNOTATION)
+        .unwrap();
+    f.client.delete_vpc(REGION, &id).await.unwrap();
+    // Two resources made outside the provider with its tags (copies
+    // restored from two backups, say).
+    let mut copies = Vec::new();
+    for cidr in ["10.1.0.0/16", "10.2.0.0/16"] {
+        let body = json!({ "cidrBlock": cidr, "tags": provider_tags("twice") });
+        let copy = f
+            .client
+            .create_vpc(REGION, &serde_json::from_value(body).unwrap(), None)
+            .await
+            .unwrap()
+            .resource;
+        copies.push(copy.id);
+    }
+    let mark = audit_mark(&f).await;
+    let outcome = f.reconcile::<Vpc>("twice").await;
+    assert_eq!(outcome.result, "error");
+    let (status, message) = f.condition::<Vpc>("twice", TYPE_SYNCED).unwrap();
+    assert_eq!(status, "False");
+    for copy in &copies {
+        assert!(message.contains(copy.as_str()), "{message}");
+    }
+    assert!(message.contains("crossplane.io/external-name"), "{message}");
+    let calls = provider_calls_since(&f, mark).await;
+    assert!(
+        calls.iter().all(|c| c.starts_with("GET ")),
+        "nothing created or changed: {calls:?}"
+    );
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 2);
+
+    // The human's choice: one named, the other deleted; it is managed.
+    annotate_vpc(&f, "twice", json!({ EXTERNAL_NAME_ANNOTATION: copies[0] }));
+    f.client.delete_vpc(REGION, &copies[1]).await.unwrap();
+    assert_eq!(f.reconcile::<Vpc>("twice").await.result, "success");
+    assert_eq!(
+        f.condition::<Vpc>("twice", TYPE_SYNCED)
+            .map(|(s, _)| s)
+            .as_deref(),
+        Some("True")
+    );
+    assert_eq!(f.cloud_count(Kind::Vpc).await, 1);
+    f.cloud.shutdown().await.unwrap();
+}

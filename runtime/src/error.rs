@@ -339,6 +339,15 @@ pub enum ReconcileError {
         "created external resource {created:?}, but the managed resource now names {recorded}: {created:?} is not managed by it; delete it in the cloud if it is not wanted"
     )]
     CreateSuperseded { created: String, recorded: String },
+    /// A resource to create again carries tags that several cloud
+    /// resources share: adopting one at random could pick the wrong one,
+    /// and creating another would add a duplicate.
+    #[error(
+        "the external resource is missing and {} cloud resources carry this managed resource's identifying tags ({}): set the crossplane.io/external-name annotation to the one to keep, and delete the others in the cloud",
+        .found.len(),
+        .found.join(", ")
+    )]
+    TaggedSeveral { found: Vec<String> },
     #[error("cannot {action}: {error}")]
     Kube {
         action: &'static str,

@@ -193,6 +193,26 @@ pub trait CloudKind<C: Connect>: Sized {
         idempotency_key: &str,
     ) -> impl Future<Output = Result<Created<Self::Observation>, ExternalError>> + Send;
 
+    /// The external names of the cloud resources that carry all of
+    /// `tags`: Crossplane's identifying tags of this managed resource
+    /// ([`crate::tags`]), which the runtime put on at its create.
+    ///
+    /// Asked only before a resource that was created once and is now
+    /// missing is created again (deleted behind the provider's back, or a
+    /// backup of the cloud restored since): a resource the cloud got back
+    /// under its old id is then adopted instead of duplicated. One found
+    /// is recorded as the external name; several stop the create with an
+    /// error naming them, for a human to choose. The default finds none:
+    /// right for a kind named by `metadata.name` (observe already finds
+    /// it) or whose cloud cannot search by tag.
+    fn find_tagged(
+        &self,
+        _session: &Session<'_, C::Client>,
+        _tags: &[(&'static str, String)],
+    ) -> impl Future<Output = Result<Vec<String>, ExternalError>> + Send {
+        async { Ok(Vec::new()) }
+    }
+
     /// Applies `patch`, the drifted `forProvider` fields only. Returns the
     /// connection details the cloud now holds (a rotated password), which
     /// the runtime records only because the cloud accepted them.

@@ -119,6 +119,15 @@ macro_rules! later_version {
                 })
             }
 
+            async fn find_tagged(
+                &self,
+                session: &runtime::Session<'_, fakecloud::client::Client>,
+                tags: &[(&'static str, String)],
+            ) -> Result<Vec<String>, runtime::ExternalError> {
+                let older: $old = $crate::kinds::later::older(self, $step)?;
+                older.find_tagged(session, tags).await
+            }
+
             async fn update(
                 &self,
                 session: &runtime::Session<'_, fakecloud::client::Client>,

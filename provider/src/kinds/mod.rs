@@ -9,6 +9,7 @@ mod node_group;
 use std::sync::Arc;
 
 use fakecloud::client::{ClientError, Versioned};
+use fakecloud::model::Page;
 use runtime::gate::{Shutdown, Starter};
 use runtime::{Context, ExternalError, Provider};
 use serde::de::DeserializeOwned;
@@ -63,6 +64,17 @@ fn observed<T>(result: Result<Versioned<T>, ClientError>) -> Result<Option<T>, E
         Err(error) if error.is_not_found() => Ok(None),
         Err(error) => Err(CloudFailure(error).into()),
     }
+}
+
+/// The ids of a tag-filtered list's first page ([`runtime::CloudKind::find_tagged`]):
+/// the tags name one managed resource, so more than a page of matches is
+/// as ambiguous as two, and the first page shows enough of them.
+fn tagged_ids<T>(
+    result: Result<Page<T>, ClientError>,
+    id: impl Fn(&T) -> String,
+) -> Result<Vec<String>, ExternalError> {
+    let page = result.map_err(CloudFailure)?;
+    Ok(page.items.iter().map(id).collect())
 }
 
 /// The create body of a kind, from the merged desired JSON. A missing

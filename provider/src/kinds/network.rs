@@ -4,11 +4,11 @@
 //! `vpcIdRef` or `vpcIdSelector`, which the runtime resolves to the
 //! referenced VPC's `status.atProvider.id` before any of this runs.
 
-use fakecloud::client::Client;
+use fakecloud::client::{Client, ListOptions};
 use fakecloud::model::NetworkState;
 use serde_json::{Map, Value};
 
-use super::{create_body, deleted, observed};
+use super::{create_body, deleted, observed, tagged_ids};
 use crossplane_types::Scope;
 use runtime::ExternalError;
 
@@ -29,7 +29,7 @@ fn network_readiness(state: NetworkState) -> Readiness {
 /// refuses (create-only) and client calls. A macro rather
 /// than a generic impl because fakecloud's client names a method per kind.
 macro_rules! network_kind {
-    ([$($generics:tt)*] $params:ty, $model:ty, [$($create_only:literal),*], $get:ident, $create:ident, $patch:ident, $delete:ident) => {
+    ([$($generics:tt)*] $params:ty, $model:ty, [$($create_only:literal),*], $get:ident, $list:ident, $create:ident, $patch:ident, $delete:ident) => {
         impl<$($generics)*> CloudKind<FakecloudConnect> for $params {
             type Observation = $model;
 
@@ -64,6 +64,21 @@ macro_rules! network_kind {
                 // fakecloud answers a create with the new resource: the
                 // runtime's first observation, at no extra call.
                 Ok(Created::answered(created.id.clone(), created))
+            }
+
+            async fn find_tagged(
+                &self,
+                session: &Session<'_, Client>,
+                tags: &[(&'static str, String)],
+            ) -> Result<Vec<String>, ExternalError> {
+                let options = ListOptions {
+                    tags: tags
+                        .iter()
+                        .map(|(key, value)| ((*key).to_owned(), Some(value.clone())))
+                        .collect(),
+                    ..ListOptions::default()
+                };
+                tagged_ids(session.cloud.$list(&self.region, &options).await, |found| found.id.clone())
             }
 
             async fn update(
@@ -101,6 +116,7 @@ network_kind!(
     fakecloud::model::Vpc,
     ["cidrBlock"],
     get_vpc,
+    list_vpcs,
     create_vpc,
     patch_vpc,
     delete_vpc
@@ -110,6 +126,7 @@ network_kind!(
     fakecloud::model::Subnet,
     ["vpcId", "cidrBlock", "availabilityZone"],
     get_subnet,
+    list_subnets,
     create_subnet,
     patch_subnet,
     delete_subnet

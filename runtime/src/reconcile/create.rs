@@ -23,10 +23,13 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
         {
             tags::merge_under(&mut desired, field, self.external_tags());
         }
-        let key = idempotency_key(
-            &self.mr.uid().unwrap_or_default(),
-            self.create_marks().succeeded,
-        );
+        let marks = self.create_marks();
+        if marks.succeeded.is_some()
+            && let Some(adopted) = self.adopt_tagged(session).await?
+        {
+            return Ok(adopted);
+        }
+        let key = idempotency_key(&self.mr.uid().unwrap_or_default(), marks.succeeded);
         // Details only the provider knows (a generated password) are kept
         // before the call that uses them, so no crash can lose them.
         let before = self
@@ -159,6 +162,53 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
                 }
                 Err(ReconcileError::Create(error))
             }
+        }
+    }
+
+    /// Before this resource, created once and now missing, is created
+    /// again: adopts the one cloud resource that carries its identifying
+    /// tags, if the kind finds one ([`CloudKind::find_tagged`]). That is a
+    /// resource the cloud got back (a backup or snapshot restored) after
+    /// the provider had replaced it: created again, it would be a
+    /// duplicate that nothing tracks. Without tags on the kind, or with
+    /// them turned off, there is nothing to look for. `None`: create.
+    async fn adopt_tagged(
+        &mut self,
+        session: &Session<'_, C::Client>,
+    ) -> Result<Option<Next>, ReconcileError> {
+        if <K::ForProvider as CloudKind<C>>::TAGS.is_none() || !self.ctx.settings.external_tags {
+            return Ok(None);
+        }
+        let tags = self.external_tags();
+        let mut found = self
+            .ctx
+            .call(&self.kind, "find", &session.pacing, || {
+                self.mr.for_provider().find_tagged(session, &tags)
+            })
+            .await
+            .map_err(ReconcileError::Deferred)?
+            .map_err(ReconcileError::Observe)?;
+        match found.len() {
+            0 => Ok(None),
+            1 => {
+                let name = found.remove(0);
+                tracing::Span::current().record("external_name", name.as_str());
+                info!("missing external resource found again by its tags; adopting it");
+                self.ensure_finalizer().await?;
+                self.record_created(&name, None).await?;
+                self.event(
+                    EventType::Normal,
+                    "AdoptedExternalResource",
+                    &format!(
+                        "The external resource was missing; {name} carries this resource's identifying tags, so it is managed again instead of creating another"
+                    ),
+                )
+                .await;
+                self.set(Condition::reconcile_success());
+                // Observed on the next look, at the pending pace.
+                Ok(Some(Next::After(self.ctx.settings.pending_poll_interval)))
+            }
+            _ => Err(ReconcileError::TaggedSeveral { found }),
         }
     }
 
