@@ -207,7 +207,7 @@ async fn the_demo_plays_every_story_and_fakecloud_keeps_its_data_across_a_restar
     .expect("docker wait runs");
     let demo_log = project.logs("demo");
     assert_eq!(code.trim(), "0", "the demo failed; its output:\n{demo_log}");
-    assert!(demo_log.contains("16 of 16 stories held"), "{demo_log}");
+    assert!(demo_log.contains("17 of 17 stories held"), "{demo_log}");
 
     // The provider started before any CRD existed and started each
     // controller when that kind's CRD appeared (the stand-in creates the

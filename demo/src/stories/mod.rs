@@ -12,6 +12,7 @@ mod drift;
 mod network;
 mod nodegroup;
 mod query;
+mod restore;
 mod versions;
 
 use e2e::scenarios::network::ManagedVpc;
@@ -45,6 +46,9 @@ pub enum Story {
     Query(Scope),
     /// Namespaced only: the legacy kinds have one version.
     Versions(Scope),
+    /// Namespaced only: the e2e suite plays it too; the step it shows
+    /// (adoption by tags) is the runtime's, the same in both scopes.
+    Restore(Scope),
 }
 
 impl Story {
@@ -68,6 +72,7 @@ impl Story {
         all.push(Story::Drift(Scope::Namespaced));
         all.push(Story::Query(Scope::Namespaced));
         all.push(Story::Versions(Scope::Namespaced));
+        all.push(Story::Restore(Scope::Namespaced));
         all.extend(Story::of(Scope::Legacy));
         all
     }
@@ -83,7 +88,8 @@ impl Story {
             | Story::OrphanDeletion(scope)
             | Story::Drift(scope)
             | Story::Query(scope)
-            | Story::Versions(scope) => Some(scope),
+            | Story::Versions(scope)
+            | Story::Restore(scope) => Some(scope),
         }
     }
 
@@ -127,6 +133,9 @@ impl Story {
             }
             Story::Versions(_) => {
                 "Two versions: a VPC written at the deprecated v1alpha1 reads at v1beta1 through the conversion webhook, and the cloud sees no call for it (issue 46)"
+            }
+            Story::Restore(_) => {
+                "Restore: fakecloud's snapshot loaded after VPCs were lost behind the provider's back; the restored managed VPC is adopted by its tags, not created a third time (issue 43)"
             }
             Story::Query(_) => {
                 "Query: a VPCQuery finds another team's VPCs by tag and owns one observe-only VPC per match, as matches come and go (seed 000, future work)"
@@ -226,6 +235,7 @@ pub async fn play_all(
             Story::Drift(Scope::Legacy) => drift::play::<Legacy>(system).await,
             Story::Query(_) => query::play(system).await,
             Story::Versions(_) => versions::play(system).await,
+            Story::Restore(_) => restore::play(system).await,
         };
         let took = progress.elapsed().saturating_sub(started).as_secs_f64();
         let stage = system.stage();

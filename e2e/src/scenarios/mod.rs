@@ -19,6 +19,7 @@ pub mod node_group;
 pub mod observe;
 pub mod query;
 pub mod report;
+pub mod restore;
 
 use std::io::Write;
 use std::time::Duration;
