@@ -434,12 +434,58 @@ async fn wait_reconciled(
         if reconciled == count {
             return Ok(started.elapsed());
         }
-        anyhow::ensure!(
-            started.elapsed() < timeout,
-            "{reconciled} of {count} VPCs of {batch} reconciled once after {timeout:?}"
-        );
+        if started.elapsed() >= timeout {
+            let late: Vec<String> = vpcs
+                .iter()
+                .filter(|v| condition(*v, "Synced").is_none())
+                .map(ResourceExt::name_any)
+                .collect();
+            let report = when_reconciled(&api, &late, started).await?;
+            anyhow::bail!(
+                "{reconciled} of {count} VPCs of {batch} reconciled once after {timeout:?}; \
+                 the others: {report}"
+            );
+        }
         tokio::time::sleep(LOOK).await;
     }
+}
+
+/// For a failure's message: when each of `late` got its first Synced
+/// condition (watched for up to a minute more), with that condition and
+/// the annotations the provider had written by then, so that a late first
+/// reconcile can be told from one whose status write was lost.
+async fn when_reconciled(
+    api: &Api<Vpc>,
+    late: &[String],
+    started: Instant,
+) -> anyhow::Result<String> {
+    let mut seen = BTreeMap::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while seen.len() < late.len() && Instant::now() < deadline {
+        for name in late {
+            if seen.contains_key(name) {
+                continue;
+            }
+            let vpc = api.get(name).await?;
+            if let Some((status, reason, message)) = condition(&vpc, "Synced") {
+                let annotations: Vec<&String> = vpc.annotations().keys().collect();
+                seen.insert(
+                    name.clone(),
+                    format!(
+                        "{name} at {:.1}s: Synced={status} {reason} {message:?}, annotations {annotations:?}",
+                        started.elapsed().as_secs_f64()
+                    ),
+                );
+            }
+        }
+        tokio::time::sleep(LOOK).await;
+    }
+    let never = late.iter().filter(|n| !seen.contains_key(*n));
+    let never: Vec<&String> = never.collect();
+    Ok(format!(
+        "{}; no Synced a minute later: {never:?}",
+        seen.into_values().collect::<Vec<_>>().join("; ")
+    ))
 }
 
 /// One account's calls after an audit mark.

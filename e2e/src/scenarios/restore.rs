@@ -151,8 +151,17 @@ pub async fn play<S: Scope>(stage: &Stage<'_>, names: &Names) -> Result<Verdict,
     stage.say(status_row(&found));
     // One poll more, so that a late create would show.
     tokio::time::sleep(stage.settle).await;
+    // This story's calls: on its three VPCs, and lists of the collection
+    // (the search by tags); other stories' polls are left out.
+    let vpcs = collection("vpcs");
+    let ours: Vec<String> = [&first, &second, &theirs]
+        .iter()
+        .map(|id| format!("{vpcs}/{id}"))
+        .collect();
     let calls = stage
-        .audit_since(after_load, |path| under(path, &collection("vpcs")))
+        .audit_since(after_load, |path| {
+            path == vpcs || ours.iter().any(|vpc| under(path, vpc))
+        })
         .await?;
     stage.audit("after the load", &calls);
     verdict.check(
