@@ -19,10 +19,9 @@
 //!    (owner gone)   (precondition: the version it saw), then relabel its objects
 //! ```
 //!
-//! The fencing rules are in [`fence`]'s documentation: a replica mutates
-//! the cloud only while its last renewal is younger than the renew
-//! deadline and its Lease has not been revoked, and only objects its own
-//! label names.
+//! Fencing (the private `fence` module): a replica mutates the cloud only
+//! while its last renewal is younger than the renew deadline and its Lease
+//! has not been revoked, and only objects its own label names.
 
 mod assign;
 pub(crate) mod assigner;
