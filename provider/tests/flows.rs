@@ -1924,6 +1924,13 @@ async fn a_resource_the_cloud_gets_back_is_adopted_not_created_a_third_time() {
         calls.iter().all(|c| c.starts_with("GET ")),
         "adopting creates nothing: {calls:?}"
     );
+    // The two creates' events are one Event of the same reason and
+    // message, counted twice; the adoption is an Event of its own.
+    assert_eq!(
+        f.event_reasons(),
+        ["CreatedExternalResource", "AdoptedExternalResource"],
+        "the adoption is told as such"
+    );
     assert_eq!(f.reconcile::<Vpc>("restored").await.result, "success");
     assert_eq!(
         f.condition::<Vpc>("restored", TYPE_READY)
