@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use crossplane_types::well_known::EXTERNAL_NAME_ANNOTATION;
 use fakecloud::client::ListOptions;
-use fakecloud::model::{CreateVpc, Kind};
+use fakecloud::model::Kind;
 use serde_json::{Value, json};
 
 use super::report::{drift_lines, mutating, status_row};
@@ -85,15 +85,11 @@ pub async fn observed<S: Scope>(
     name: &str,
     verdict: &mut Verdict,
 ) -> Result<String, ScenarioError> {
-    let body: CreateVpc = serde_json::from_value(
-        json!({ "cidrBlock": "10.4.0.0/16", "tags": { "owner": "team-b", "env": "prod" } }),
-    )?;
     let id = stage
-        .cloud
-        .create_vpc(REGION, &body, None)
-        .await?
-        .resource
-        .id;
+        .outside_vpc(
+            json!({ "cidrBlock": "10.4.0.0/16", "tags": { "owner": "team-b", "env": "prod" } }),
+        )
+        .await?;
     stage.say(format!(
         "team B created {id} (tags owner=team-b, env=prod) in fakecloud directly"
     ));

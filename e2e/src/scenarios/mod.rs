@@ -25,7 +25,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use fakecloud::client::{Address, AdminClient, Client as CloudClient};
-use fakecloud::model::{Actor, AuditEntry, AuditQuery};
+use fakecloud::model::{Actor, AuditEntry, AuditQuery, CreateVpc};
 
 use crate::objects::{Objects, ObjectsError};
 
@@ -112,6 +112,18 @@ impl Stage<'_> {
             settle: self.settle,
             narration: self.narration,
         }
+    }
+
+    /// Another team makes a VPC in fakecloud directly, outside Kubernetes,
+    /// from `body` (a `CreateVpc` as JSON); returns its id.
+    pub async fn outside_vpc(&self, body: serde_json::Value) -> Result<String, ScenarioError> {
+        let body: CreateVpc = serde_json::from_value(body)?;
+        Ok(self
+            .cloud
+            .create_vpc(REGION, &body, None)
+            .await?
+            .resource
+            .id)
     }
 
     /// One line of the story: what the user did or sees.

@@ -5,7 +5,7 @@
 //! Subnet reference it across namespaces.
 
 use crossplane_types::well_known::EXTERNAL_NAME_ANNOTATION;
-use fakecloud::model::{CreateVpc, Kind};
+use fakecloud::model::Kind;
 use serde_json::{Value, json};
 
 use super::report::{at_provider_fields, drift_lines, mutating, status_row};
@@ -62,14 +62,9 @@ pub async fn import<S: Scope>(
     cidr: &str,
     verdict: &mut Verdict,
 ) -> Result<ImportedVpc, ScenarioError> {
-    let body: CreateVpc =
-        serde_json::from_value(json!({ "cidrBlock": cidr, "tags": { "owner": "team-b" } }))?;
     let id = stage
-        .cloud
-        .create_vpc(REGION, &body, None)
-        .await?
-        .resource
-        .id;
+        .outside_vpc(json!({ "cidrBlock": cidr, "tags": { "owner": "team-b" } }))
+        .await?;
     stage.say(format!(
         "team B created {id} ({cidr}) in fakecloud directly, outside Kubernetes"
     ));

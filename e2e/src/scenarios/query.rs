@@ -15,7 +15,7 @@ use apis::kinds::subnet::m::Subnet;
 use apis::kinds::vpc::m::Vpc;
 use crossplane_types::query::{MAX_LISTED_MATCHES, name_label};
 use crossplane_types::well_known::EXTERNAL_NAME_ANNOTATION;
-use fakecloud::model::{CreateVpc, Kind};
+use fakecloud::model::Kind;
 use kube::api::{Api, ListParams};
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
@@ -77,16 +77,10 @@ pub async fn make_team_vpcs(
 ) -> Result<Vec<String>, ScenarioError> {
     let mut ids = Vec::new();
     for cidr in cidrs {
-        let body: CreateVpc = serde_json::from_value(
-            json!({ "cidrBlock": cidr, "tags": { TEAM_TAG: team, "owner": format!("team-{team}") } }),
-        )?;
         ids.push(
             stage
-                .cloud
-                .create_vpc(REGION, &body, None)
-                .await?
-                .resource
-                .id,
+                .outside_vpc(json!({ "cidrBlock": cidr, "tags": { TEAM_TAG: team, "owner": format!("team-{team}") } }))
+                .await?,
         );
     }
     stage.say(format!(

@@ -17,7 +17,7 @@
 //! the story's audit marks are taken after it.
 
 use fakecloud::client::ListOptions;
-use fakecloud::model::{CreateVpc, LoadStrategy};
+use fakecloud::model::LoadStrategy;
 use serde_json::{Value, json};
 
 use super::observe::observed_manifest;
@@ -52,15 +52,9 @@ pub async fn play<S: Scope>(stage: &Stage<'_>, names: &Names) -> Result<Verdict,
 
     // Two VPCs: one the provider manages, one another team made that it
     // only observes.
-    let body: CreateVpc = serde_json::from_value(
-        json!({ "cidrBlock": "10.72.0.0/16", "tags": { "owner": "team-b" } }),
-    )?;
     let theirs = stage
-        .cloud
-        .create_vpc(REGION, &body, None)
-        .await?
-        .resource
-        .id;
+        .outside_vpc(json!({ "cidrBlock": "10.72.0.0/16", "tags": { "owner": "team-b" } }))
+        .await?;
     stage.say(format!(
         "apply VPC/{} (managed) and VPC/{} (observe-only, team B's {theirs})",
         names.managed, names.observed
