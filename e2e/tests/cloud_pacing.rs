@@ -480,8 +480,7 @@ async fn when_reconciled(
         }
         tokio::time::sleep(LOOK).await;
     }
-    let never = late.iter().filter(|n| !seen.contains_key(*n));
-    let never: Vec<&String> = never.collect();
+    let never: Vec<&String> = late.iter().filter(|n| !seen.contains_key(*n)).collect();
     Ok(format!(
         "{}; no Synced a minute later: {never:?}",
         seen.into_values().collect::<Vec<_>>().join("; ")
