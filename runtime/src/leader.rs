@@ -62,13 +62,25 @@ impl Elector {
 
     /// Waits until this replica holds the Lease.
     pub async fn acquire(&self) {
+        self.acquire_standing_by(|| {}).await;
+    }
+
+    /// Waits until this replica holds the Lease, calling `standing_by`
+    /// once, the first time it finds another replica holding it.
+    pub async fn acquire_standing_by(&self, standing_by: impl FnOnce()) {
+        let mut standing_by = Some(standing_by);
         loop {
             match self.try_take().await {
                 Ok(true) => {
                     info!(lease = %self.name, identity = %self.identity, "became leader");
                     return;
                 }
-                Ok(false) => {}
+                Ok(false) => {
+                    if let Some(call) = standing_by.take() {
+                        info!(lease = %self.name, identity = %self.identity, "another replica leads; standing by");
+                        call();
+                    }
+                }
                 Err(error) => warn!(%error, "cannot take the leader Lease; retrying"),
             }
             tokio::time::sleep(RETRY_PERIOD).await;

@@ -234,7 +234,12 @@ impl Provider {
     /// its metrics in `metrics`; `ready` turns true once the CRDs have
     /// been listed (so the controllers are where they should be: a
     /// readiness probe). With leader election, the controllers start once
-    /// the Lease is held, and losing it ends the run with an error.
+    /// the Lease is held, and losing it ends the run with an error; a
+    /// replica that finds another leading is ready as it stands by, as a
+    /// controller-runtime manager's standby is: otherwise a Deployment of
+    /// several replicas is never Available, its rollouts stall, and only
+    /// the leader would serve what every replica serves (the conversion
+    /// webhook behind the provider's Service).
     pub async fn run(
         self,
         kube: kube::Client,
@@ -270,6 +275,7 @@ impl Provider {
             shared::run(Arc::new(ctx), kube, shard, self.kinds, ready, shutdown).await;
             return Ok(());
         }
+        let standby_ready = ready.clone();
         let gate = Gate::new(Arc::new(ctx), kube.clone(), self.kinds, ready);
         let Some(election) = self.election else {
             gate.run(shutdown).await;
@@ -284,7 +290,9 @@ impl Provider {
         tokio::pin!(shutdown);
         tokio::select! {
             () = &mut shutdown => Ok(()),
-            () = elector.acquire() => tokio::select! {
+            () = elector.acquire_standing_by(|| {
+                standby_ready.send_replace(true);
+            }) => tokio::select! {
                 () = gate.run(shutdown) => Ok(()),
                 lost = elector.hold() => Err(lost),
             },
