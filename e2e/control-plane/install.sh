@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Provisions etcd, kube-apiserver and kube-controller-manager for the e2e
-# suite and the demo, on Debian, without Docker and without downloads other
-# than Debian's own archive.
+# suite and the demo, and the node's parts (kubelet, kube-scheduler,
+# kube-proxy and the pause binary) for the e2e suite's node backend, on
+# Debian, without downloads other than Debian's own archive.
 #
 # Debian bookworm ships no kube-apiserver binary, but its `kubernetes` source
-# package holds the full Kubernetes 1.20.2 tree with vendor/. We build the two
-# binaries from it once and cache them outside the repository, keyed by the
-# source version, so later runs are instant. etcd comes from `etcd-server`.
+# package holds the full Kubernetes 1.20.2 tree with vendor/. We build the
+# binaries from it once, in one `make` (they share most packages, so the
+# node's three add a fraction of the first two's time), and cache them
+# outside the repository, keyed by the source version, so later runs are
+# instant. etcd comes from `etcd-server`.
 #
 # Prints the cache folder (usable as KUBEBUILDER_ASSETS) on its last line of
 # stdout. Idempotent: a complete cache is reused untouched.
@@ -33,7 +36,12 @@ fi
 assets="$cache_root/control-plane/kubernetes-${version}"
 
 work="$cache_root/build/kubernetes-${version}"
-if [ -x "$assets/kube-apiserver" ] && [ -x "$assets/kube-controller-manager" ] && [ -x "$assets/etcd" ]; then
+binaries=(kube-apiserver kube-controller-manager kubelet kube-scheduler kube-proxy)
+complete=true
+for binary in "${binaries[@]}" etcd pause; do
+  [ -x "$assets/$binary" ] || complete=false
+done
+if $complete; then
   # A build folder left by an older version of this script is dead weight.
   rm -rf "$work"
   log "reusing $assets"
@@ -68,20 +76,45 @@ if ! grep -q 'fcp: reflect2 1.0.2' vendor/github.com/modern-go/reflect2/.fcp-pat
   echo 'fcp: reflect2 1.0.2' > vendor/github.com/modern-go/reflect2/.fcp-patched
 fi
 
+# The node's kubelet runs pods on this machine's Docker engine through
+# dockershim, which gives every pod sandbox an oom_score_adj of -998 and
+# guaranteed-QoS containers -997. A sandbox like this one refuses any
+# negative oom_score_adj (runc fails with "can't get final child's PID from
+# pipe: EOF"), so no pod would start: both become 0, which only means the
+# kernel's OOM killer ranks pods like any other process (burstable pods,
+# clamped at 1000 + the guaranteed value, rank with best-effort ones). The
+# kubelet's own and kube-proxy's adjustments are flags, set to 0 where the
+# node backend starts them.
+patch_oom() { # file, constant, value
+  sed -i -E "s|^(\s*$2 int = )$3\$|\10 // fcp: was $3 (e2e/control-plane/install.sh)|" "$1"
+  grep -q "$2 int = 0 // fcp: was $3" "$1" || {
+    log "error: '$2 int = $3' not found in $1 (the source changed: revisit the patch)"
+    exit 1
+  }
+}
+patch_oom pkg/kubelet/dockershim/docker_sandbox.go defaultSandboxOOMAdj -998
+patch_oom pkg/kubelet/qos/policy.go guaranteedOOMScoreAdj -997
+
 mkdir -p .go/src/k8s.io
 [ -L .go/src/k8s.io/kubernetes ] || ln -s ../../.. .go/src/k8s.io/kubernetes
-log "building kube-apiserver and kube-controller-manager (about 4 minutes on 2 cores, once)"
+log "building ${binaries[*]} (about 6 minutes on 2 cores, once)"
 (
   cd .go/src/k8s.io/kubernetes
   GOPATH="$PWD/../../.." GOCACHE="$work/go-cache" GO111MODULE=off GOFLAGS=-mod=vendor CGO_ENABLED=0 \
-    make WHAT="cmd/kube-apiserver cmd/kube-controller-manager" >&2
+    make WHAT="$(printf 'cmd/%s ' "${binaries[@]}")" >&2
 )
 bin_dir="$(find _output -type d -path '*/bin' | head -n1)"
 
 tmp_assets="$assets.tmp.$$"
 rm -rf "$tmp_assets"
 mkdir -p "$tmp_assets"
-cp "$bin_dir/kube-apiserver" "$bin_dir/kube-controller-manager" "$tmp_assets/"
+for binary in "${binaries[@]}"; do
+  cp "$bin_dir/$binary" "$tmp_assets/"
+done
+# Every pod's sandbox runs the pause image, which cannot be pulled here:
+# its one binary, from the same source, is compiled static and made into
+# an image by the e2e node backend (`docker import`).
+gcc -Os -static -o "$tmp_assets/pause" build/pause/linux/pause.c
 ln -s "$(command -v etcd)" "$tmp_assets/etcd"
 rm -rf "$assets"
 mv "$tmp_assets" "$assets"

@@ -53,6 +53,11 @@ pub enum Backend {
     /// The control plane from docker-compose.yml's images, through
     /// testcontainers (and fakecloud from its image, in a [`crate::world::World`]).
     Containers,
+    /// The local control plane, reachable from Docker's bridge, plus a
+    /// node: kube-scheduler, a kubelet over this machine's Docker engine
+    /// and kube-proxy, so Deployments run as pods ([`crate::node`]). One
+    /// at a time per machine; needs root.
+    Node,
 }
 
 impl Backend {
@@ -74,17 +79,18 @@ impl Backend {
             (None | Some("kubeconfig"), Some(path)) => Ok(Self::Kubeconfig(path)),
             (Some("k3s"), None) => Ok(Self::K3s),
             (Some("containers"), None) => Ok(Self::Containers),
+            (Some("node"), None) => Ok(Self::Node),
             (Some("kubeconfig"), None) => Err(ClusterError::InvalidSelection(format!(
                 "{CLUSTER_ENV}=kubeconfig needs {KUBECONFIG_ENV} to name a kubeconfig file"
             ))),
-            (Some(other @ ("local" | "k3s" | "containers")), Some(path)) => {
+            (Some(other @ ("local" | "k3s" | "containers" | "node")), Some(path)) => {
                 Err(ClusterError::InvalidSelection(format!(
                     "{CLUSTER_ENV}={other} conflicts with {KUBECONFIG_ENV}={}; set only one",
                     path.display()
                 )))
             }
             (Some(other), _) => Err(ClusterError::InvalidSelection(format!(
-                "{CLUSTER_ENV}={other:?} is not one of local, k3s, containers, kubeconfig"
+                "{CLUSTER_ENV}={other:?} is not one of local, k3s, containers, node, kubeconfig"
             ))),
         }
     }
@@ -210,8 +216,35 @@ impl ClusterOptions {
                     kubeconfig,
                 )
             }
+            #[cfg(feature = "containers")]
+            Backend::Node => {
+                let search = self.assets.clone().unwrap_or_else(AssetSearch::from_env);
+                let assets = search.locate(true)?;
+                let node_assets = crate::node::NodeAssets::in_dir(&assets.dir)?;
+                let host = crate::node::bridge_address()?;
+                let lock = crate::node::NodeLock::acquire().await?;
+                let plane =
+                    LocalControlPlane::start_on(&assets, self.ready_timeout, host.into()).await?;
+                let client = plane.client.clone();
+                let kubeconfig = plane.kubeconfig.clone();
+                (
+                    Inner::Node {
+                        node: None,
+                        plane: Box::new(plane),
+                        pending: Some(PendingNode {
+                            lock,
+                            assets: node_assets,
+                            controller_manager: assets.kube_controller_manager.unwrap_or_default(),
+                            host,
+                            ready_timeout: self.ready_timeout,
+                        }),
+                    },
+                    client,
+                    kubeconfig,
+                )
+            }
             #[cfg(not(feature = "containers"))]
-            Backend::K3s | Backend::Containers => {
+            Backend::K3s | Backend::Containers | Backend::Node => {
                 return Err(ClusterError::InvalidSelection(format!(
                     "{backend:?} needs the e2e crate's `containers` feature (on by default)"
                 )));
@@ -257,6 +290,15 @@ enum Inner {
     K3s {
         _k3s: Box<K3sCluster>,
     },
+    /// The node is dropped before the control plane (fields drop in
+    /// order), so its kubelet stops while the API server still answers.
+    #[cfg(feature = "containers")]
+    Node {
+        node: Option<Box<crate::node::Node>>,
+        plane: Box<LocalControlPlane>,
+        /// What starts the node once the start-up CRDs are installed.
+        pending: Option<PendingNode>,
+    },
     /// Held for its Drop, which removes the containers.
     #[cfg(feature = "containers")]
     Containers {
@@ -264,6 +306,17 @@ enum Inner {
         /// Whether kube-controller-manager is to run.
         garbage_collector: bool,
     },
+}
+
+/// The node backend's parts, between the API server's start and the
+/// node's.
+#[cfg(feature = "containers")]
+struct PendingNode {
+    lock: crate::node::NodeLock,
+    assets: crate::node::NodeAssets,
+    controller_manager: PathBuf,
+    host: std::net::Ipv4Addr,
+    ready_timeout: Duration,
 }
 
 /// A Kubernetes API server for one test: started on demand, torn down (all
@@ -373,10 +426,24 @@ impl TestCluster {
         }
     }
 
+    /// The node backend's node: how long it took to be Ready, and the
+    /// folder of its kubelet's state (where its mounts were).
+    #[cfg(feature = "containers")]
+    pub fn node(&self) -> Option<(Duration, PathBuf)> {
+        match &self.inner {
+            Inner::Node {
+                node: Some(node), ..
+            } => Some((node.startup, node.state_dir().to_path_buf())),
+            _ => None,
+        }
+    }
+
     /// The control-plane logs folder (local backend only).
     pub fn logs_dir(&self) -> Option<PathBuf> {
         match &self.inner {
             Inner::Local { plane, .. } => Some(plane.logs_dir()),
+            #[cfg(feature = "containers")]
+            Inner::Node { plane, .. } => Some(plane.logs_dir()),
             _ => None,
         }
     }
@@ -386,6 +453,8 @@ impl TestCluster {
     pub fn dead_components(&mut self) -> Vec<String> {
         match &mut self.inner {
             Inner::Local { plane, .. } => plane.exited_components(),
+            #[cfg(feature = "containers")]
+            Inner::Node { plane, .. } => plane.exited_components(),
             _ => Vec::new(),
         }
     }
@@ -543,6 +612,44 @@ impl TestCluster {
                 plane,
                 garbage_collector: true,
             } => plane.start_controller_manager().await?,
+            #[cfg(feature = "containers")]
+            Inner::Node {
+                node,
+                plane,
+                pending,
+            } => {
+                if let Some(parts) = pending.take() {
+                    let extra = [
+                        format!(
+                            "--service-account-private-key-file={}",
+                            plane.pki.service_account_key.display()
+                        ),
+                        format!("--root-ca-file={}", plane.pki.ca_cert.display()),
+                        // A pod on a node that stops reporting is marked
+                        // soon, so a killed kubelet shows in seconds.
+                        "--node-monitor-grace-period=16s".to_owned(),
+                    ];
+                    plane
+                        .start_controllers(
+                            &parts.controller_manager,
+                            minor,
+                            crate::node::NODE_CONTROLLERS,
+                            &extra,
+                        )
+                        .await?;
+                    let started = crate::node::Node::start(
+                        &parts.assets,
+                        parts.lock,
+                        &self.client,
+                        &plane.kubeconfig,
+                        parts.host,
+                        &plane.logs_dir(),
+                        parts.ready_timeout,
+                    )
+                    .await?;
+                    *node = Some(Box::new(started));
+                }
+            }
             _ => {}
         }
         Ok(())
@@ -582,12 +689,14 @@ mod tests {
     }
 
     #[test]
-    fn k3s_and_containers_are_chosen_explicitly() {
+    fn k3s_containers_and_node_are_chosen_explicitly() {
         assert_eq!(Backend::select(Some("k3s"), None).unwrap(), Backend::K3s);
         assert_eq!(
             Backend::select(Some("containers"), None).unwrap(),
             Backend::Containers
         );
+        assert_eq!(Backend::select(Some("node"), None).unwrap(), Backend::Node);
+        assert!(Backend::select(Some("node"), Some("/tmp/kc")).is_err());
     }
 
     #[test]

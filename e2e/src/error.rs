@@ -88,6 +88,18 @@ pub enum ClusterError {
         error: kube::runtime::wait::Error,
     },
 
+    /// A step of the node backend (`E2E_CLUSTER=node`) failed.
+    #[error("E2E_CLUSTER=node: {what}: {reason}")]
+    Node { what: String, reason: String },
+
+    /// The node backend's node did not become Ready and schedulable.
+    #[error("node {node} not Ready and schedulable after {waited:?}: {last}")]
+    NodeNotReady {
+        node: &'static str,
+        waited: Duration,
+        last: String,
+    },
+
     /// A YAML manifest could not be read as Kubernetes objects.
     #[error("manifest {path:?}: {reason}")]
     Manifest { path: PathBuf, reason: String },

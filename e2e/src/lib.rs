@@ -7,7 +7,10 @@
 //! kubeconfig file. `E2E_KUBECONFIG` targets an existing cluster instead and
 //! `E2E_CLUSTER=k3s` starts K3s through testcontainers, and
 //! `E2E_CLUSTER=containers` the control plane and fakecloud from
-//! docker-compose.yml's images. See `e2e/README.md`.
+//! docker-compose.yml's images, and `E2E_CLUSTER=node` the local control
+//! plane with a real node (kubelet over the Docker engine, scheduler,
+//! kube-proxy), where Deployments run as pods ([`node`]). See
+//! `e2e/README.md`.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), e2e::ClusterError> {
@@ -36,6 +39,8 @@ mod kubeconfig;
 mod local;
 mod managed;
 mod names;
+#[cfg(feature = "containers")]
+pub mod node;
 pub mod objects;
 mod pki;
 pub mod process;

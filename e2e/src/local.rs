@@ -2,7 +2,7 @@
 //! kube-controller-manager, started as processes on free loopback ports
 //! (the envtest pattern: no Docker, no root, a few seconds per start).
 
-use std::net::TcpListener;
+use std::net::{IpAddr, Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -12,7 +12,7 @@ use tempfile::TempDir;
 use crate::assets::Assets;
 use crate::error::ClusterError;
 use crate::kubeconfig;
-use crate::pki::{self, write_pki};
+use crate::pki::{self, PkiFiles, write_pki};
 use crate::process::{ManagedProcess, log_tail};
 
 /// The user the admin token authenticates as; `system:masters` bypasses RBAC.
@@ -20,6 +20,10 @@ const ADMIN_USER: &str = "e2e-admin";
 
 /// How often `/readyz` is polled while the server starts.
 const READY_POLL: Duration = Duration::from_millis(100);
+
+/// The Services' cluster IPs; the first is the `kubernetes` Service's.
+pub(crate) const SERVICE_CLUSTER_IP_RANGE: &str = "10.0.0.0/24";
+pub(crate) const KUBERNETES_SERVICE_IP: &str = "10.0.0.1";
 
 /// Attempts when a port picked as free was taken before the server bound it.
 const PORT_RACE_ATTEMPTS: usize = 3;
@@ -31,21 +35,35 @@ pub(crate) struct LocalControlPlane {
     workdir: Option<TempDir>,
     /// etcd's data, on tmpfs where available; never kept (it is large).
     _etcd_data: TempDir,
+    /// The address kube-apiserver listens on and advertises: loopback,
+    /// or the Docker bridge's for the node backend, whose pods reach it.
+    host: IpAddr,
     apiserver_port: u16,
+    pub(crate) pki: PkiFiles,
     pub(crate) kubeconfig: PathBuf,
     pub(crate) client: Client,
     pub(crate) startup: Duration,
 }
 
 impl LocalControlPlane {
-    /// Starts etcd and kube-apiserver and waits until `/readyz` is ok.
+    /// Starts etcd and kube-apiserver on loopback and waits until
+    /// `/readyz` is ok.
     pub(crate) async fn start(
         assets: &Assets,
         ready_timeout: Duration,
     ) -> Result<Self, ClusterError> {
+        Self::start_on(assets, ready_timeout, IpAddr::V4(Ipv4Addr::LOCALHOST)).await
+    }
+
+    /// The same with kube-apiserver on `host` (etcd stays on loopback).
+    pub(crate) async fn start_on(
+        assets: &Assets,
+        ready_timeout: Duration,
+        host: IpAddr,
+    ) -> Result<Self, ClusterError> {
         let mut attempt = 1;
         loop {
-            match Self::start_once(assets, ready_timeout).await {
+            match Self::start_once(assets, ready_timeout, host).await {
                 Err(ClusterError::ExitedEarly { tail, .. })
                     if attempt < PORT_RACE_ATTEMPTS && tail.contains("address already in use") =>
                 {
@@ -60,7 +78,11 @@ impl LocalControlPlane {
         }
     }
 
-    async fn start_once(assets: &Assets, ready_timeout: Duration) -> Result<Self, ClusterError> {
+    async fn start_once(
+        assets: &Assets,
+        ready_timeout: Duration,
+        host: IpAddr,
+    ) -> Result<Self, ClusterError> {
         let began = Instant::now();
         let workdir = tempfile::Builder::new()
             .prefix("e2e-cluster-")
@@ -73,14 +95,21 @@ impl LocalControlPlane {
             .map_err(|e| ClusterError::io(format!("creating {}", logs.display()), e))?;
 
         let [etcd_client, etcd_peer, apiserver_port] = free_ports()?;
-        let pki = write_pki(dir, &[])?;
+        // Pods reach the API server at the `kubernetes` Service's cluster
+        // IP (the first of the range below) and verify it as they do
+        // everywhere else.
+        let host_name = host.to_string();
+        let pki = write_pki(dir, &[&host_name, KUBERNETES_SERVICE_IP])?;
         let token = uuid::Uuid::new_v4().simple().to_string();
         let token_file = dir.join("tokens.csv");
         pki::write_private(
             &token_file,
             &format!("{token},{ADMIN_USER},{ADMIN_USER},system:masters\n"),
         )?;
-        let server = format!("https://127.0.0.1:{apiserver_port}");
+        let server = format!(
+            "https://{}",
+            std::net::SocketAddr::new(host, apiserver_port)
+        );
         let kubeconfig_path = dir.join("kubeconfig");
         kubeconfig::write_token_kubeconfig(&kubeconfig_path, &server, &pki.ca_pem, &token)?;
 
@@ -107,8 +136,8 @@ impl LocalControlPlane {
             &assets.kube_apiserver,
             &[
                 format!("--etcd-servers={etcd_url}"),
-                "--bind-address=127.0.0.1".to_owned(),
-                "--advertise-address=127.0.0.1".to_owned(),
+                format!("--bind-address={host}"),
+                format!("--advertise-address={host}"),
                 format!("--secure-port={apiserver_port}"),
                 format!("--cert-dir={}", dir.display()),
                 format!("--tls-cert-file={}", pki.serving_cert.display()),
@@ -124,7 +153,7 @@ impl LocalControlPlane {
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_owned(),
                 format!("--token-auth-file={}", token_file.display()),
                 "--authorization-mode=RBAC".to_owned(),
-                "--service-cluster-ip-range=10.0.0.0/24".to_owned(),
+                format!("--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}"),
                 "--allow-privileged=true".to_owned(),
                 // Off unless asked for: `E2E_APISERVER_PROFILING=1` serves
                 // Go's /debug/pprof, to see where the API server's CPU goes
@@ -142,7 +171,9 @@ impl LocalControlPlane {
             processes: vec![etcd, apiserver],
             workdir: Some(workdir),
             _etcd_data: etcd_data,
+            host,
             apiserver_port,
+            pki,
             kubeconfig: kubeconfig_path,
             client,
             startup: Duration::ZERO,
@@ -166,9 +197,22 @@ impl LocalControlPlane {
         binary: &Path,
         server_minor: u32,
     ) -> Result<(), ClusterError> {
+        self.start_controllers(binary, server_minor, "garbagecollector,namespace", &[])
+            .await
+    }
+
+    /// Starts kube-controller-manager running `controllers` (its
+    /// `--controllers` list), with `extra` flags.
+    pub(crate) async fn start_controllers(
+        &mut self,
+        binary: &Path,
+        server_minor: u32,
+        controllers: &str,
+        extra: &[String],
+    ) -> Result<(), ClusterError> {
         let mut args = vec![
             format!("--kubeconfig={}", self.kubeconfig.display()),
-            "--controllers=garbagecollector,namespace".to_owned(),
+            format!("--controllers={controllers}"),
             "--leader-elect=false".to_owned(),
             "--use-service-account-credentials=false".to_owned(),
             // No serving at all: parallel tests would fight over fixed ports.
@@ -178,6 +222,7 @@ impl LocalControlPlane {
             // The insecure port (default 10252) was removed in 1.24.
             args.push("--port=0".to_owned());
         }
+        args.extend_from_slice(extra);
         let log = self.logs_dir().join("kube-controller-manager.log");
         let mut kcm = ManagedProcess::spawn("kube-controller-manager", binary, &args, log)?;
         // A bad flag or kubeconfig makes it exit at once; catch that here
@@ -196,7 +241,7 @@ impl LocalControlPlane {
             }
             // Until the port accepts connections, probe with plain TCP: a
             // refused HTTPS request would make kube log an error each time.
-            if tokio::net::TcpStream::connect(("127.0.0.1", self.apiserver_port))
+            if tokio::net::TcpStream::connect((self.host, self.apiserver_port))
                 .await
                 .is_err()
             {
@@ -289,7 +334,7 @@ fn etcd_data_dir() -> Result<TempDir, ClusterError> {
 
 /// Distinct ports that were free a moment ago. All listeners are held until
 /// every port is picked so the kernel cannot hand out one twice.
-fn free_ports<const N: usize>() -> Result<[u16; N], ClusterError> {
+pub(crate) fn free_ports<const N: usize>() -> Result<[u16; N], ClusterError> {
     let listeners = (0..N)
         .map(|_| TcpListener::bind("127.0.0.1:0"))
         .collect::<Result<Vec<_>, _>>()

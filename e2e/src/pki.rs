@@ -20,6 +20,8 @@ use crate::error::ClusterError;
 #[derive(Debug, Clone)]
 pub(crate) struct PkiFiles {
     pub ca_pem: String,
+    /// `ca_pem`, written out (kube-controller-manager's `--root-ca-file`).
+    pub ca_cert: PathBuf,
     pub serving_cert: PathBuf,
     pub serving_key: PathBuf,
     /// PKCS#8 ECDSA private key that signs service-account tokens.
@@ -69,12 +71,13 @@ pub(crate) fn write_pki(dir: &Path, extra_hosts: &[&str]) -> Result<PkiFiles, Cl
 
     let files = PkiFiles {
         ca_pem: ca_cert.pem(),
+        ca_cert: dir.join("ca.crt"),
         serving_cert: dir.join("apiserver.crt"),
         serving_key: dir.join("apiserver.key"),
         service_account_key: dir.join("service-account.key"),
         service_account_public_key: dir.join("service-account.pub"),
     };
-    write_private(&dir.join("ca.crt"), &files.ca_pem)?;
+    write_private(&files.ca_cert, &files.ca_pem)?;
     write_private(&files.serving_cert, &serving_cert.pem())?;
     write_private(&files.serving_key, &serving_key.serialize_pem())?;
     write_private(&files.service_account_key, &sa_key.serialize_pem())?;
