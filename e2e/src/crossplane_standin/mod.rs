@@ -49,6 +49,8 @@
 mod controller;
 pub mod crds;
 pub mod policy;
+#[cfg(feature = "containers")]
+pub mod runtime;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
