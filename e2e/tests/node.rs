@@ -20,7 +20,9 @@
 //!    the cloud.
 //! 5. Two replicas elect one leader with a Lease; the leader's pod is
 //!    killed, another pod takes the Lease and reconciles.
-//! 6. Teardown leaves no pod container, mount, `KUBE-*` iptables chain or
+//! 6. Three replicas share the work (`--sharding`): nine VPCs, each
+//!    created once, the creates made by more than one pod.
+//! 7. Teardown leaves no pod container, mount, `KUBE-*` iptables chain or
 //!    changed sysctl behind.
 //!
 //! Needs root, a Docker engine with cgroup v1 and the `cgroupfs` driver,
@@ -38,7 +40,7 @@ use e2e::{Backend, ClusterOptions};
 use fakecloud::client::{AdminClient, Client as CloudClient, ListOptions};
 use fakecloud::model::AuditQuery;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
+use k8s_openapi::api::core::v1::{Endpoints, Namespace, Pod, Secret};
 use kube::api::{ApiResource, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
@@ -50,18 +52,22 @@ const POLL: Duration = Duration::from_secs(2);
 /// How long a pod may take from scheduling to Ready.
 const POD_READY: Duration = Duration::from_secs(120);
 const LEASE: &str = "provider-fakecloud-leader";
+const LEADER_ELECTION: &str = "--leader-election=true";
+/// VPCs the three sharding replicas share.
+const SHARED_VPCS: usize = 9;
 
 /// A `DeploymentRuntimeConfig`'s spec: `replicas` pods of the runtime
-/// container with the provider's flags and a readiness probe on `/readyz`
-/// (the image serves it on 8081 on every interface).
-fn runtime_config(replicas: i32) -> Value {
+/// container with the provider's flags (`how` the replicas divide the
+/// work: `--leader-election=true` or `--sharding=true`) and a readiness
+/// probe on `/readyz` (the image serves it on 8081 on every interface).
+fn runtime_config(replicas: i32, how: &str) -> Value {
     json!({ "deploymentTemplate": { "spec": {
         "replicas": replicas,
         "selector": {},
         "template": { "spec": { "containers": [{
             "name": "package-runtime",
             "args": [
-                "--leader-election=true",
+                how,
                 format!("--poll-interval={}s", POLL.as_secs()),
                 "--pending-poll-interval=250ms",
             ],
@@ -134,11 +140,19 @@ async fn kill(client: &Client, pod: &str) -> anyhow::Result<()> {
 }
 
 /// Waits until the API server's conversions reach the provider's webhook
-/// through its Service: a dry-run create of a v1alpha1 VPC, which the
-/// server converts to the stored v1beta1, succeeds. Between the pod's
-/// readiness and this, the Endpoints controller and kube-proxy catch up
-/// (the server answers "connection refused" meanwhile, as on any cluster).
-async fn wait_for_conversions(client: &Client, timeout: Duration) -> anyhow::Result<Duration> {
+/// through its Service, and only its live pods: the Service's Endpoints
+/// list exactly the revision's ready pods, and then ten dry-run creates of
+/// a v1alpha1 VPC in a row (which the server converts to the stored
+/// v1beta1) succeed. After a pod's start or death the Endpoints controller
+/// and kube-proxy catch up within a second or two; meanwhile the API server
+/// answers "connection refused" for the namespaced kinds' conversions, as
+/// on any cluster whose webhook has one replica or a stale endpoint.
+async fn wait_for_conversions(
+    client: &Client,
+    revision: &str,
+    service: &str,
+    timeout: Duration,
+) -> anyhow::Result<Duration> {
     let resource = ApiResource {
         group: "network.fakecloud.m.crossplane.io".into(),
         version: "v1alpha1".into(),
@@ -147,6 +161,7 @@ async fn wait_for_conversions(client: &Client, timeout: Duration) -> anyhow::Res
         plural: "vpcs".into(),
     };
     let api = Api::<DynamicObject>::namespaced_with(client.clone(), APP, &resource);
+    let endpoints = Api::<Endpoints>::namespaced(client.clone(), NAMESPACE);
     let probe: DynamicObject = serde_json::from_value(network::manifest::<Namespaced>(
         "conversion-probe",
         &json!({}),
@@ -157,20 +172,47 @@ async fn wait_for_conversions(client: &Client, timeout: Duration) -> anyhow::Res
         ..PostParams::default()
     };
     let began = Instant::now();
-    loop {
-        match api.create(&params, &probe).await {
-            Ok(_) => return Ok(began.elapsed()),
-            Err(e) if began.elapsed() < timeout => {
-                tracing::info!(error = %e, "conversions not through yet");
-                tokio::time::sleep(Duration::from_millis(250)).await;
+    let mut in_a_row = 0;
+    let mut last = String::new();
+    while began.elapsed() < timeout {
+        let mut live: Vec<String> = pods(client, revision)
+            .await?
+            .iter()
+            .filter(|p| is_pod_ready(p))
+            .filter_map(|p| p.status.as_ref()?.pod_ip.clone())
+            .collect();
+        live.sort();
+        let mut routed: Vec<String> = endpoints
+            .get_opt(service)
+            .await?
+            .and_then(|e| e.subsets)
+            .unwrap_or_default()
+            .into_iter()
+            .flat_map(|s| s.addresses.unwrap_or_default())
+            .map(|a| a.ip)
+            .collect();
+        routed.sort();
+        if live.is_empty() || routed != live {
+            in_a_row = 0;
+            last = format!("the Service routes to {routed:?}, the ready pods are {live:?}");
+        } else {
+            match api.create(&params, &probe).await {
+                Ok(_) => in_a_row += 1,
+                Err(e) => {
+                    in_a_row = 0;
+                    last = e.to_string();
+                }
             }
-            Err(e) => anyhow::bail!(
-                "conversions never reached the webhook: {e}
-{}",
-                provider_logs()
-            ),
+            if in_a_row == 10 {
+                return Ok(began.elapsed());
+            }
         }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    anyhow::bail!(
+        "conversions never reached the webhook's live pods only: {last}\n{}",
+        provider_logs()
+    )
 }
 
 /// Cloud VPCs carrying the managed resource `name`'s tags.
@@ -257,7 +299,13 @@ async fn the_package_runs_as_crossplane_runs_a_provider_on_a_real_node() -> anyh
         .await?;
 
     // 2. Installed as Crossplane installs it; Ready by its probe.
-    let runtime = ProviderRuntime::install(&admin, &package, NAMESPACE, &runtime_config(1)).await?;
+    let runtime = ProviderRuntime::install(
+        &admin,
+        &package,
+        NAMESPACE,
+        &runtime_config(1, LEADER_ELECTION),
+    )
+    .await?;
     let ready_in = match runtime.wait_ready(&admin, 1, POD_READY).await {
         Ok(took) => took,
         Err(e) => anyhow::bail!("{e}\nprovider logs:\n{}", provider_logs()),
@@ -279,7 +327,13 @@ async fn the_package_runs_as_crossplane_runs_a_provider_on_a_real_node() -> anyh
         !runtime.converting_crds.is_empty(),
         "the namespaced kinds convert through the provider's Service"
     );
-    let through = wait_for_conversions(&admin, Duration::from_secs(30)).await?;
+    let through = wait_for_conversions(
+        &admin,
+        &package.revision,
+        &runtime.service,
+        Duration::from_secs(30),
+    )
+    .await?;
     println!("conversions through the webhook's Service {through:.1?} later");
 
     // 3. A namespaced VPC's whole life, through the webhook's Service.
@@ -347,7 +401,13 @@ async fn the_package_runs_as_crossplane_runs_a_provider_on_a_real_node() -> anyh
     );
     // One replica: its webhook was away while the pod was replaced, and
     // reads of the namespaced kinds failed meanwhile.
-    wait_for_conversions(&admin, Duration::from_secs(30)).await?;
+    wait_for_conversions(
+        &admin,
+        &package.revision,
+        &runtime.service,
+        Duration::from_secs(30),
+    )
+    .await?;
     let vpc = app
         .wait_for::<apis::kinds::vpc::m::Vpc>(&survivor, "Ready", Duration::from_secs(90), |v| {
             condition_true(&serde_json::to_value(v).unwrap_or_default(), "Ready")
@@ -364,7 +424,13 @@ async fn the_package_runs_as_crossplane_runs_a_provider_on_a_real_node() -> anyh
     );
 
     // 5. Two replicas, one leader; the leader killed, another leads.
-    let runtime = ProviderRuntime::install(&admin, &package, NAMESPACE, &runtime_config(2)).await?;
+    let runtime = ProviderRuntime::install(
+        &admin,
+        &package,
+        NAMESPACE,
+        &runtime_config(2, LEADER_ELECTION),
+    )
+    .await?;
     runtime.wait_ready(&admin, 2, POD_READY).await?;
     let leases = Api::<Lease>::namespaced(admin.clone(), NAMESPACE);
     let holder = |lease: &Lease| {
@@ -406,7 +472,13 @@ async fn the_package_runs_as_crossplane_runs_a_provider_on_a_real_node() -> anyh
         tokio::time::sleep(Duration::from_millis(250)).await;
     };
     println!("leader {leader} killed; {successor} leads");
-    wait_for_conversions(&admin, Duration::from_secs(30)).await?;
+    wait_for_conversions(
+        &admin,
+        &package.revision,
+        &runtime.service,
+        Duration::from_secs(30),
+    )
+    .await?;
     let last = e2e::unique_name("after-failover");
     app.apply::<apis::kinds::vpc::m::Vpc>(network::manifest::<Namespaced>(
         &last,
@@ -424,7 +496,81 @@ async fn the_package_runs_as_crossplane_runs_a_provider_on_a_real_node() -> anyh
     }
     assert_eq!(vpcs_of(&cloud, &last).await?.len(), 1);
 
-    // 6. Nothing left behind.
+    // 6. Three replicas sharing the work (`--sharding`), as this Deployment.
+    let runtime = ProviderRuntime::install(
+        &admin,
+        &package,
+        NAMESPACE,
+        &runtime_config(3, "--sharding=true"),
+    )
+    .await?;
+    runtime.wait_ready(&admin, 3, POD_READY).await?;
+    let sharders: Vec<String> = pods(&admin, &package.revision)
+        .await?
+        .iter()
+        .map(ResourceExt::name_any)
+        .collect();
+    wait_for_conversions(
+        &admin,
+        &package.revision,
+        &runtime.service,
+        Duration::from_secs(30),
+    )
+    .await?;
+    let mark = cloud_admin
+        .audit(&AuditQuery::default())
+        .await?
+        .iter()
+        .map(|e| e.seq)
+        .max()
+        .unwrap_or(0);
+    let shared: Vec<String> = (0..SHARED_VPCS)
+        .map(|i| e2e::unique_name(&format!("shared-{i}")))
+        .collect();
+    for name in &shared {
+        app.apply::<apis::kinds::vpc::m::Vpc>(network::manifest::<Namespaced>(
+            name,
+            &json!({ "team": "node" }),
+            false,
+        ))
+        .await?;
+    }
+    for name in &shared {
+        if let Err(e) = app
+            .wait_for::<apis::kinds::vpc::m::Vpc>(name, "Ready", Duration::from_secs(120), |v| {
+                condition_true(&serde_json::to_value(v).unwrap_or_default(), "Ready")
+            })
+            .await
+        {
+            anyhow::bail!("{e}\nprovider logs:\n{}", provider_logs());
+        }
+        assert_eq!(
+            vpcs_of(&cloud, name).await?.len(),
+            1,
+            "one cloud VPC for {name}"
+        );
+    }
+    let creators: std::collections::BTreeSet<String> = cloud_admin
+        .audit(&AuditQuery {
+            after_seq: Some(mark),
+            ..AuditQuery::default()
+        })
+        .await?
+        .into_iter()
+        .filter(|e| e.method == "POST" && e.path.ends_with("/vpcs"))
+        .filter_map(|e| {
+            let agent = e.user_agent?;
+            Some(agent.rsplit_once('(')?.1.strip_suffix(')')?.to_owned())
+        })
+        .collect();
+    println!("{SHARED_VPCS} VPCs created by {creators:?} of {sharders:?}");
+    assert!(
+        creators.len() >= 2 && creators.iter().all(|c| sharders.contains(c)),
+        "the replicas did not share the creates: {creators:?} of {sharders:?}\n{}",
+        provider_logs()
+    );
+
+    // 7. Nothing left behind.
     runtime.uninstall(&admin).await?;
     drop(cluster);
     let leftovers = e2e::node::leftovers(Some(&node_dir), route_localnet.as_deref());

@@ -57,10 +57,10 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Secret, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -291,7 +291,9 @@ impl ProviderRuntime {
 
     /// Waits until the Deployment has `want` replicas ready (by their
     /// readiness probes, if the runtime config gave them one) and no
-    /// others; returns how long that took.
+    /// other pod is left, terminating ones included: after a change of
+    /// the runtime config, the old ReplicaSet's pods keep reconciling until
+    /// they exit. Returns how long that took.
     pub async fn wait_ready(
         &self,
         client: &Client,
@@ -308,10 +310,20 @@ impl ProviderRuntime {
             let ready = status.ready_replicas.unwrap_or(0);
             let total = status.replicas.unwrap_or(0);
             let updated = status.updated_replicas.unwrap_or(0);
-            if ready == want && total == want && updated == want {
+            let selector = format!("{REVISION_LABEL}={}", self.package.revision);
+            let pods = Api::<Pod>::namespaced(client.clone(), &self.namespace)
+                .list(&ListParams::default().labels(&selector))
+                .await
+                .map_err(|e| StandInError::kube("listing the provider's pods", e))?
+                .items
+                .len();
+            let want_pods = usize::try_from(want).unwrap_or_default();
+            if ready == want && total == want && updated == want && pods == want_pods {
                 return Ok(began.elapsed());
             }
-            let last = format!("{ready} ready, {updated} updated, {total} in all; want {want}");
+            let last = format!(
+                "{ready} ready, {updated} updated, {total} in all, {pods} pods; want {want}"
+            );
             if began.elapsed() >= timeout {
                 return Err(StandInError::Timeout {
                     what: format!("Deployment {} ({last})", self.deployment),
