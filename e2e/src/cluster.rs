@@ -221,7 +221,7 @@ impl ClusterOptions {
                 let search = self.assets.clone().unwrap_or_else(AssetSearch::from_env);
                 let assets = search.locate(true)?;
                 let node_assets = crate::node::NodeAssets::in_dir(&assets.dir)?;
-                let host = crate::node::bridge_address()?;
+                let (host, pods_subnet) = crate::node::bridge()?;
                 let lock = crate::node::NodeLock::acquire().await?;
                 let plane =
                     LocalControlPlane::start_on(&assets, self.ready_timeout, host.into()).await?;
@@ -236,6 +236,7 @@ impl ClusterOptions {
                             assets: node_assets,
                             controller_manager: assets.kube_controller_manager.unwrap_or_default(),
                             host,
+                            pods_subnet,
                             ready_timeout: self.ready_timeout,
                         }),
                     },
@@ -316,6 +317,8 @@ struct PendingNode {
     assets: crate::node::NodeAssets,
     controller_manager: PathBuf,
     host: std::net::Ipv4Addr,
+    /// The Docker bridge's subnet, where pods get their addresses.
+    pods_subnet: String,
     ready_timeout: Duration,
 }
 
@@ -642,7 +645,7 @@ impl TestCluster {
                         parts.lock,
                         &self.client,
                         &plane.kubeconfig,
-                        parts.host,
+                        (parts.host, &parts.pods_subnet),
                         &plane.logs_dir(),
                         parts.ready_timeout,
                     )

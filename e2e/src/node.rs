@@ -79,17 +79,10 @@ impl NodeAssets {
     /// The node's binaries in `dir`, or an error naming what is missing
     /// and the script that builds them.
     pub fn in_dir(dir: &Path) -> Result<Self, ClusterError> {
-        let find = |name: &str| {
-            let path = dir.join(name);
-            path.is_file().then_some(path)
-        };
-        let names = ["kubelet", "kube-scheduler", "kube-proxy", "pause"];
-        let found: Vec<Option<PathBuf>> = names.iter().map(|n| find(n)).collect();
-        let missing: Vec<&str> = names
-            .iter()
-            .zip(&found)
-            .filter(|(_, f)| f.is_none())
-            .map(|(n, _)| *n)
+        let path = |name: &str| dir.join(name);
+        let missing: Vec<&str> = ["kubelet", "kube-scheduler", "kube-proxy", "pause"]
+            .into_iter()
+            .filter(|name| !path(name).is_file())
             .collect();
         if !missing.is_empty() {
             return Err(ClusterError::AssetsNotFound {
@@ -100,13 +93,11 @@ impl NodeAssets {
                 ),
             });
         }
-        let mut found = found.into_iter().flatten();
-        let mut next = || found.next().unwrap_or_default();
         Ok(Self {
-            kubelet: next(),
-            kube_scheduler: next(),
-            kube_proxy: next(),
-            pause: next(),
+            kubelet: path("kubelet"),
+            kube_scheduler: path("kube-scheduler"),
+            kube_proxy: path("kube-proxy"),
+            pause: path("pause"),
         })
     }
 }
@@ -120,7 +111,7 @@ pub fn bridge_address() -> Result<Ipv4Addr, ClusterError> {
 }
 
 /// The default bridge's gateway and IPv4 subnet.
-fn bridge() -> Result<(Ipv4Addr, String), ClusterError> {
+pub(crate) fn bridge() -> Result<(Ipv4Addr, String), ClusterError> {
     let text = docker(&[
         "network",
         "inspect",
@@ -201,19 +192,19 @@ pub(crate) struct Node {
 
 impl Node {
     /// Starts kube-scheduler, kube-proxy and a kubelet against the API
-    /// server `kubeconfig` names (listening on `host`), and waits until the
+    /// server `kubeconfig` names (listening on `host`, the Docker bridge's
+    /// gateway, whose subnet holds the pods), and waits until the
     /// node is Ready. `logs` receives their logs.
     pub(crate) async fn start(
         assets: &NodeAssets,
         lock: NodeLock,
         client: &Client,
         kubeconfig: &Path,
-        host: Ipv4Addr,
+        (host, pods_subnet): (Ipv4Addr, &str),
         logs: &Path,
         timeout: Duration,
     ) -> Result<Self, ClusterError> {
         let began = Instant::now();
-        let (_, pods_subnet) = bridge()?;
         ensure_pause_image(&assets.pause)?;
         // Pod containers of a node that died with its test process (the
         // lock says none runs now).
@@ -223,9 +214,7 @@ impl Node {
             .tempdir()
             .map_err(|e| ClusterError::io("creating the node's folder", e))?;
         let root = workdir.path().to_path_buf();
-        let route_localnet = std::fs::read_to_string(ROUTE_LOCALNET)
-            .ok()
-            .map(|v| v.trim().to_owned());
+        let route_localnet = route_localnet();
         let mut node = Self {
             processes: Vec::new(),
             workdir: Some(workdir),
@@ -431,17 +420,9 @@ impl Drop for Node {
 /// unlike `route_localnet_before`. Empty when it cleaned up after itself.
 pub fn leftovers(root: Option<&Path>, route_localnet_before: Option<&str>) -> Vec<String> {
     let mut found = Vec::new();
-    match docker(&[
-        "ps",
-        "-aq",
-        "--filter",
-        &format!("label={DOCKERSHIM_LABEL}"),
-    ]) {
-        Ok(ids) if ids.trim().is_empty() => {}
-        Ok(ids) => found.push(format!(
-            "pod containers: {}",
-            ids.split_whitespace().collect::<Vec<_>>().join(" ")
-        )),
+    match pod_containers() {
+        Ok(ids) if ids.is_empty() => {}
+        Ok(ids) => found.push(format!("pod containers: {}", ids.join(" "))),
         Err(e) => found.push(format!("could not list containers: {e}")),
     }
     if let Some(root) = root {
@@ -505,20 +486,21 @@ fn ensure_pause_image(pause: &Path) -> Result<(), ClusterError> {
     Ok(())
 }
 
+/// The ids of every container dockershim made (sandboxes included).
+fn pod_containers() -> Result<Vec<String>, ClusterError> {
+    let label = format!("label={DOCKERSHIM_LABEL}");
+    let ids = docker(&["ps", "-aq", "--filter", &label])?;
+    Ok(ids.split_whitespace().map(str::to_owned).collect())
+}
+
 /// Removes every container dockershim made, with its volumes.
 fn remove_pod_containers() -> Result<(), ClusterError> {
-    let ids = docker(&[
-        "ps",
-        "-aq",
-        "--filter",
-        &format!("label={DOCKERSHIM_LABEL}"),
-    ])?;
-    let ids: Vec<&str> = ids.split_whitespace().collect();
+    let ids = pod_containers()?;
     if ids.is_empty() {
         return Ok(());
     }
     let mut args = vec!["rm", "-f", "-v"];
-    args.extend(ids);
+    args.extend(ids.iter().map(String::as_str));
     docker(&args).map(drop)
 }
 
@@ -638,7 +620,7 @@ fn split_rule(rule: &str) -> Vec<String> {
 }
 
 /// Runs `docker args`, returning stdout or an error with stderr.
-fn docker(args: &[&str]) -> Result<String, ClusterError> {
+pub(crate) fn docker(args: &[&str]) -> Result<String, ClusterError> {
     let output = Command::new("docker")
         .args(args)
         .output()

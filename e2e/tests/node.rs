@@ -132,6 +132,41 @@ fn condition_true(object: &Value, kind: &str) -> bool {
     })
 }
 
+/// Applies the namespaced VPC `name` (the network scenario's manifest).
+async fn apply_vpc(app: &Objects, name: &str) -> anyhow::Result<()> {
+    app.apply::<apis::kinds::vpc::m::Vpc>(network::manifest::<Namespaced>(
+        name,
+        &json!({ "team": "node" }),
+        false,
+    ))
+    .await?;
+    Ok(())
+}
+
+/// Waits until the VPC `name` is Ready and the cloud holds exactly one VPC
+/// carrying its tags; a timeout carries the provider's logs.
+async fn ready_once(
+    app: &Objects,
+    cloud: &CloudClient,
+    name: &str,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let ready = app
+        .wait_for::<apis::kinds::vpc::m::Vpc>(name, "Ready", timeout, |v| {
+            condition_true(&serde_json::to_value(v).unwrap_or_default(), "Ready")
+        })
+        .await;
+    if let Err(e) = ready {
+        anyhow::bail!("{e}\nprovider logs:\n{}", provider_logs());
+    }
+    let carrying = vpcs_of(cloud, name).await?;
+    anyhow::ensure!(
+        carrying.len() == 1,
+        "one cloud VPC for {name}, not {carrying:?}"
+    );
+    Ok(())
+}
+
 async fn kill(client: &Client, pod: &str) -> anyhow::Result<()> {
     Api::<Pod>::namespaced(client.clone(), NAMESPACE)
         .delete(pod, &DeleteParams::default().grace_period(0))
@@ -357,19 +392,8 @@ async fn the_package_runs_as_crossplane_runs_a_provider_on_a_real_node() -> anyh
     // 4. Killed the moment the cloud saw the create; replaced; one VPC.
     let app = objects.in_namespace(APP);
     let survivor = e2e::unique_name("survivor");
-    let mark = cloud_admin
-        .audit(&AuditQuery::default())
-        .await?
-        .iter()
-        .map(|e| e.seq)
-        .max()
-        .unwrap_or(0);
-    app.apply::<apis::kinds::vpc::m::Vpc>(network::manifest::<Namespaced>(
-        &survivor,
-        &json!({ "team": "node" }),
-        false,
-    ))
-    .await?;
+    let mark = stage.audit_mark().await?;
+    apply_vpc(&app, &survivor).await?;
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let calls = cloud_admin
@@ -408,20 +432,7 @@ async fn the_package_runs_as_crossplane_runs_a_provider_on_a_real_node() -> anyh
         Duration::from_secs(30),
     )
     .await?;
-    let vpc = app
-        .wait_for::<apis::kinds::vpc::m::Vpc>(&survivor, "Ready", Duration::from_secs(90), |v| {
-            condition_true(&serde_json::to_value(v).unwrap_or_default(), "Ready")
-        })
-        .await;
-    if let Err(e) = vpc {
-        anyhow::bail!("{e}\nprovider logs:\n{}", provider_logs());
-    }
-    let carrying = vpcs_of(&cloud, &survivor).await?;
-    assert_eq!(
-        carrying.len(),
-        1,
-        "one cloud VPC for {survivor}: {carrying:?}"
-    );
+    ready_once(&app, &cloud, &survivor, Duration::from_secs(90)).await?;
 
     // 5. Two replicas, one leader; the leader killed, another leads.
     let runtime = ProviderRuntime::install(
@@ -480,21 +491,8 @@ async fn the_package_runs_as_crossplane_runs_a_provider_on_a_real_node() -> anyh
     )
     .await?;
     let last = e2e::unique_name("after-failover");
-    app.apply::<apis::kinds::vpc::m::Vpc>(network::manifest::<Namespaced>(
-        &last,
-        &json!({ "team": "node" }),
-        false,
-    ))
-    .await?;
-    if let Err(e) = app
-        .wait_for::<apis::kinds::vpc::m::Vpc>(&last, "Ready", Duration::from_secs(90), |v| {
-            condition_true(&serde_json::to_value(v).unwrap_or_default(), "Ready")
-        })
-        .await
-    {
-        anyhow::bail!("{e}\nprovider logs:\n{}", provider_logs());
-    }
-    assert_eq!(vpcs_of(&cloud, &last).await?.len(), 1);
+    apply_vpc(&app, &last).await?;
+    ready_once(&app, &cloud, &last, Duration::from_secs(90)).await?;
 
     // 6. Three replicas sharing the work (`--sharding`), as this Deployment.
     let runtime = ProviderRuntime::install(
@@ -517,38 +515,15 @@ async fn the_package_runs_as_crossplane_runs_a_provider_on_a_real_node() -> anyh
         Duration::from_secs(30),
     )
     .await?;
-    let mark = cloud_admin
-        .audit(&AuditQuery::default())
-        .await?
-        .iter()
-        .map(|e| e.seq)
-        .max()
-        .unwrap_or(0);
+    let mark = stage.audit_mark().await?;
     let shared: Vec<String> = (0..SHARED_VPCS)
         .map(|i| e2e::unique_name(&format!("shared-{i}")))
         .collect();
     for name in &shared {
-        app.apply::<apis::kinds::vpc::m::Vpc>(network::manifest::<Namespaced>(
-            name,
-            &json!({ "team": "node" }),
-            false,
-        ))
-        .await?;
+        apply_vpc(&app, name).await?;
     }
     for name in &shared {
-        if let Err(e) = app
-            .wait_for::<apis::kinds::vpc::m::Vpc>(name, "Ready", Duration::from_secs(120), |v| {
-                condition_true(&serde_json::to_value(v).unwrap_or_default(), "Ready")
-            })
-            .await
-        {
-            anyhow::bail!("{e}\nprovider logs:\n{}", provider_logs());
-        }
-        assert_eq!(
-            vpcs_of(&cloud, name).await?.len(),
-            1,
-            "one cloud VPC for {name}"
-        );
+        ready_once(&app, &cloud, name, Duration::from_secs(120)).await?;
     }
     let creators: std::collections::BTreeSet<String> = cloud_admin
         .audit(&AuditQuery {

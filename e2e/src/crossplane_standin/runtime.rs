@@ -52,7 +52,6 @@
 //! MRD is active) is not in any release yet and is not played.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -115,19 +114,14 @@ impl ProviderPackage {
             })
             .ok_or_else(|| fail("package.yaml has no meta.pkg.crossplane.io Provider".into()))?;
         let name = xpkg::object::name_of(meta).to_owned();
-        let loaded =
-            run("docker", &["load", "-q", "-i", &xpkg.display().to_string()]).map_err(fail)?;
+        let loaded = crate::node::docker(&["load", "-q", "-i", &xpkg.display().to_string()])?;
         let image = loaded
             .lines()
             .find_map(|l| l.strip_prefix("Loaded image: "))
             .ok_or_else(|| fail(format!("`docker load` named no image: {loaded:?}")))?
             .trim()
             .to_owned();
-        let id = run(
-            "docker",
-            &["image", "inspect", "--format", "{{.Id}}", &image],
-        )
-        .map_err(fail)?;
+        let id = crate::node::docker(&["image", "inspect", "--format", "{{.Id}}", &image])?;
         let digest = id.trim().trim_start_matches("sha256:");
         let revision = format!("{name}-{}", &digest[..digest.len().min(12)]);
         Ok(Self {
@@ -340,66 +334,41 @@ impl ProviderRuntime {
         let ns = self.namespace.as_str();
         let pkg = self.package.name.as_str();
         let role = format!("crossplane:provider:{}:system", self.package.revision);
-        let params = DeleteParams::default();
-        let results = [
-            (
-                "the Deployment",
-                Api::<Deployment>::namespaced(client.clone(), ns)
-                    .delete(&self.deployment, &params)
-                    .await
-                    .map(drop),
-            ),
-            (
-                "the Service",
-                Api::<Service>::namespaced(client.clone(), ns)
-                    .delete(&self.service, &params)
-                    .await
-                    .map(drop),
-            ),
-            (
-                "the TLS server Secret",
-                Api::<Secret>::namespaced(client.clone(), ns)
-                    .delete(&format!("{pkg}-tls-server"), &params)
-                    .await
-                    .map(drop),
-            ),
-            (
-                "the TLS client Secret",
-                Api::<Secret>::namespaced(client.clone(), ns)
-                    .delete(&format!("{pkg}-tls-client"), &params)
-                    .await
-                    .map(drop),
-            ),
-            (
-                "the ServiceAccount",
-                Api::<ServiceAccount>::namespaced(client.clone(), ns)
-                    .delete(&self.service_account, &params)
-                    .await
-                    .map(drop),
-            ),
-            (
-                "the ClusterRoleBinding",
-                Api::<ClusterRoleBinding>::all(client.clone())
-                    .delete(&role, &params)
-                    .await
-                    .map(drop),
-            ),
-            (
-                "the ClusterRole",
-                Api::<ClusterRole>::all(client.clone())
-                    .delete(&role, &params)
-                    .await
-                    .map(drop),
-            ),
-        ];
-        for (what, result) in results {
-            match result {
-                Ok(()) => {}
-                Err(kube::Error::Api(e)) if e.code == 404 => {}
-                Err(e) => return Err(StandInError::kube(format!("deleting {what}"), e)),
-            }
+        delete_if_present(
+            Api::<Deployment>::namespaced(client.clone(), ns),
+            &self.deployment,
+        )
+        .await?;
+        delete_if_present(
+            Api::<Service>::namespaced(client.clone(), ns),
+            &self.service,
+        )
+        .await?;
+        for secret in [format!("{pkg}-tls-server"), format!("{pkg}-tls-client")] {
+            delete_if_present(Api::<Secret>::namespaced(client.clone(), ns), &secret).await?;
         }
-        Ok(())
+        delete_if_present(
+            Api::<ServiceAccount>::namespaced(client.clone(), ns),
+            &self.service_account,
+        )
+        .await?;
+        delete_if_present(Api::<ClusterRoleBinding>::all(client.clone()), &role).await?;
+        delete_if_present(Api::<ClusterRole>::all(client.clone()), &role).await
+    }
+}
+
+/// Deletes `name` through `api`; one already gone is no error.
+async fn delete_if_present<K>(api: Api<K>, name: &str) -> Result<(), StandInError>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.delete(name, &DeleteParams::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(StandInError::kube(
+            format!("deleting {} {name}", K::kind(&())),
+            e,
+        )),
     }
 }
 
@@ -643,22 +612,6 @@ async fn point_conversions(
         pointed.push(name);
     }
     Ok(pointed)
-}
-
-/// Runs a command; stdout, or its stderr as the error.
-fn run(program: &str, args: &[&str]) -> Result<String, String> {
-    let output = Command::new(program)
-        .args(args)
-        .output()
-        .map_err(|e| format!("running {program}: {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "{program} {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 #[cfg(test)]
