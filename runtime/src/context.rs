@@ -215,11 +215,10 @@ impl Context {
         self.changelog = Some(logger);
     }
 
-    /// Runs one call of a reconcile to the cloud under its server's pacing
-    /// (sent again once if the server pushes back, after the pause it
-    /// asked for), counting each attempt by operation and outcome; a
-    /// [`Deferral`], the call not made, when it gives way
-    /// ([`Pacing::run`]).
+    /// Runs one call of a reconcile to the cloud under its server's pacing,
+    /// counting each attempt by operation and outcome; a [`Deferral`] when
+    /// it gives way, before it goes out or when the server pushes back
+    /// with a pause ([`Pacing::run`]).
     pub(crate) async fn call<T, F, Fut>(
         &self,
         kind: &str,

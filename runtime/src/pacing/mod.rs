@@ -15,8 +15,9 @@
 //! joins the server's line, so a throttled account does not fill the
 //! reconcile queue with reconciles that can only wait, and resources of
 //! other servers go on. An admitted reconcile's call gives way the same
-//! way when a pause voids its start before it goes out, and a create
-//! before its create-pending mark:
+//! way when a pause voids its start before it goes out, when its own
+//! call is answered with a pause (instead of sending it again after the
+//! pause in flight), and a create before its create-pending mark:
 //! a burst admitted before an account's first 429 does not wait out the
 //! account's pace in the queue either. The pacer wakes the objects in
 //! line, first come first served, each with a start reserved on the same schedule as every
@@ -155,8 +156,16 @@ impl<'a> Pacing<'a> {
     /// accounts' reconciles queued behind them.) Nothing is lost by not
     /// sending it: the next reconcile observes again, and a create whose
     /// create-pending mark is written is repeated with the same
-    /// idempotency key. The one more try after a 429 or 5xx does not give
-    /// way: it goes out once, after the pause.
+    /// idempotency key. The one more try after a 429 or 5xx gives way the
+    /// same way when the pause that answer began puts its start further
+    /// off than [`ADMIT_SLACK`]: a burst of reconciles admitted just before
+    /// an account's first 429, each refused, once waited out the pause and
+    /// the account's pace in flight (up to 12 s for 60 creates at 5 calls
+    /// a second), and the objects queued behind them were not looked at
+    /// meanwhile. A call answered 429 was not acted on; one answered 5xx
+    /// or not at all may have been, and is made again by the next
+    /// reconcile the same way a lost answer is (it observes first; a
+    /// create repeats its idempotency key).
     pub(crate) async fn run<T, E, F, Fut>(
         &self,
         call: F,
@@ -172,7 +181,15 @@ impl<'a> Pacing<'a> {
             .acquire_unless(ticket, || self.pacer.near_or_give_way(None, &self.give_way))
             .await?;
         let result = self.pacer.send(call(), &answer, wanted).await;
-        Ok(self.pacer.again(result, call, answer).await)
+        if answer(&result) == Answer::Good {
+            return Ok(result);
+        }
+        self.pacer.near_or_give_way(None, &self.give_way)?;
+        let wanted = self
+            .pacer
+            .acquire_unless(None, || self.pacer.near_or_give_way(None, &self.give_way))
+            .await?;
+        Ok(self.pacer.send(call(), &answer, wanted).await)
     }
 
     /// Before a reconcile writes what must precede a call (a create's
@@ -962,6 +979,62 @@ mod tests {
         let result = pacing.run(read, classify).await;
         assert_eq!(result.expect("not deferred"), Ok(()));
         assert_eq!(sent.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_admitted_call_answered_with_a_pause_gives_way_instead_of_waiting_it_out() {
+        let (pacer, metrics) = pacer(100.0, 8);
+        let (tx, mut woken) = tokio::sync::mpsc::unbounded_channel();
+        let ticket = pacer.admit("vpc-a", never_woken).expect("admitted");
+        let wake = waker(&tx, "vpc-a");
+        let pacing = Pacing::new(pacer.clone(), ticket, GiveWay::new("vpc-a".into(), &wake));
+        let sent = AtomicUsize::new(0);
+        let refused = || {
+            sent.fetch_add(1, Ordering::SeqCst);
+            async { Err(429) }
+        };
+        let answered = Instant::now();
+        let deferral = pacing
+            .run(refused, classify)
+            .await
+            .expect_err("gives way rather than wait 2 s in flight");
+        assert!(answered.elapsed() < Duration::from_millis(1));
+        assert!(
+            deferral.message.contains("answers 429"),
+            "{}",
+            deferral.message
+        );
+        assert_eq!(sent.load(Ordering::SeqCst), 1, "not sent again");
+        assert_eq!(metrics.total("provider_pacing_deferred_total"), 1.0);
+        // First in line, woken when the pause ends, with its start.
+        assert_eq!(woken.recv().await.as_deref(), Some("vpc-a"));
+        assert!(answered.elapsed() >= Duration::from_millis(1_750));
+        pacer.admit("vpc-a", never_woken).expect("its turn");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_admitted_call_answered_with_retry_after_0_goes_out_once_more() {
+        let (pacer, metrics) = pacer(100.0, 8);
+        let (tx, _woken) = tokio::sync::mpsc::unbounded_channel();
+        let ticket = pacer.admit("vpc-a", never_woken).expect("admitted");
+        let wake = waker(&tx, "vpc-a");
+        let pacing = Pacing::new(pacer, ticket, GiveWay::new("vpc-a".into(), &wake));
+        let sent = AtomicUsize::new(0);
+        let once_failing = || {
+            let n = sent.fetch_add(1, Ordering::SeqCst);
+            async move { if n == 0 { Err(503) } else { Ok(()) } }
+        };
+        // A 503 with `Retry-After: 0`: a pause that is over at once.
+        let at_once = |result: &Result<(), u16>| match result {
+            Err(503) => Answer::Overloaded {
+                retry_after: Some(Duration::ZERO),
+            },
+            other => classify(other),
+        };
+        let result = pacing.run(once_failing, at_once).await;
+        assert_eq!(result.expect("its next start is near"), Ok(()));
+        assert_eq!(sent.load(Ordering::SeqCst), 2, "sent again once");
+        assert_eq!(metrics.total("provider_pacing_deferred_total"), 0.0);
     }
 
     #[tokio::test(start_paused = true)]
