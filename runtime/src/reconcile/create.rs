@@ -82,8 +82,9 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
                 },
             )
             .await
-            // Not sent: the create-pending mark stays, and the next
-            // reconcile repeats the create under the same idempotency key.
+            // Not sent, or refused with a pause (429, 5xx): the
+            // create-pending mark stays, and the next reconcile repeats the
+            // create under the same idempotency key.
             .map_err(ReconcileError::Deferred)?;
         let named = result.as_ref().map_or(external_name, |created| {
             Some(created.external_name.as_str())
