@@ -25,6 +25,15 @@
 //! With `--existing` ([`Target::Existing`]) the demo starts nothing: it plays
 //! the same stories against a system that runs already, as the `demo`
 //! service of docker-compose.yml does against the compose services.
+//!
+//! With `--on-node` (`Target::Node`, the `node` feature) the control plane
+//! has a node (kubelet over this machine's Docker engine, kube-scheduler,
+//! kube-proxy: the e2e harness's node backend), and the provider runs as
+//! the pods of the Deployment that the stand-in for Crossplane's package
+//! manager makes from the package (`.xpkg`), the way Crossplane runs a
+//! provider; its conversion webhook is reached through its Service.
+//! fakecloud listens on the Docker bridge's address, where the pods reach
+//! it. The stories are the same.
 
 mod progress;
 mod stories;
@@ -59,6 +68,11 @@ pub enum Target {
     Local { provider_bin: PathBuf },
     /// Connect to a system that runs already.
     Existing(Existing),
+    /// Start the control plane with a node here, and the provider as the
+    /// package's pods on it, installed as Crossplane installs a provider
+    /// (`--on-node`).
+    #[cfg(feature = "node")]
+    Node,
 }
 
 /// Where the parts of a running system are, as the demo reaches them.
@@ -211,7 +225,7 @@ pub async fn run(options: DemoOptions, mode: Mode, run_dir: RunDir, progress: Pr
     if let Some(system) = slot.take() {
         system.shutdown().await;
     }
-    let local = matches!(options_target, Target::Local { .. });
+    let local = !matches!(options_target, Target::Existing(_));
     if code == 0 {
         if local {
             progress.step("stopped; no process left behind");
@@ -237,13 +251,10 @@ async fn start_and_play(
 }
 
 fn explain_how_to_explore(system: &System, run_dir: &RunDir) {
-    let Target::Local { .. } = &system.options.target else {
+    if let Target::Existing(_) = &system.options.target {
         return;
-    };
+    }
     let url = system.cloud_url();
-    let Some(provider) = system.provider_process() else {
-        return;
-    };
     println!();
     println!("The system keeps running. Explore it from another shell:");
     println!(
@@ -265,12 +276,7 @@ fn explain_how_to_explore(system: &System, run_dir: &RunDir) {
         "    console {url}/console   (log in with the admin token {})",
         system.admin_token()
     );
-    println!(
-        "    provider: pid {}, metrics http://{}/metrics, log {}",
-        provider.pid(),
-        provider.metrics_addr,
-        provider.log().display()
-    );
+    println!("    provider: {}", system.provider_hint());
     println!("    demo folder {}", run_dir.path().display());
     println!("Press Ctrl-C to stop and remove everything.");
 }

@@ -37,6 +37,13 @@ struct Args {
     /// the five flags below.
     #[arg(long)]
     existing: bool,
+    /// Run the provider as the package's pods on a real node here (a
+    /// kubelet over this machine's Docker engine), installed as Crossplane
+    /// installs a provider, instead of as a process. Needs root, a Docker
+    /// engine with cgroup v1 and the project's images (made if missing).
+    #[cfg(feature = "node")]
+    #[arg(long, conflicts_with_all = ["existing", "provider_bin"])]
+    on_node: bool,
     /// With --existing: an admin kubeconfig of the cluster.
     #[arg(long, env = "DEMO_KUBECONFIG")]
     kubeconfig: Option<PathBuf>,
@@ -98,6 +105,8 @@ async fn main() -> ExitCode {
             }
         }
         match args.provider_bin.clone() {
+            #[cfg(feature = "node")]
+            _ if args.on_node => Target::Node,
             Some(provider_bin) => Target::Local { provider_bin },
             None => match beside_this_binary("provider") {
                 Ok(provider_bin) => Target::Local { provider_bin },

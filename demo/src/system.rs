@@ -16,6 +16,9 @@ use e2e::objects::Objects;
 use e2e::scenarios::{Narration, Stage};
 
 use super::{DemoError, DemoOptions, Existing, Progress, ProviderProcess, Target};
+
+#[cfg(feature = "node")]
+mod node;
 use e2e::provider_process::active_controllers_at;
 use e2e::{Backend, TestCluster};
 
@@ -81,11 +84,16 @@ struct CloudEndpoint {
     admin_token: String,
 }
 
-/// The provider the stories watch: a process the demo started, or one that
-/// runs elsewhere and is known by its metrics address.
+/// The provider the stories watch: a process the demo started, one that
+/// runs elsewhere and is known by its metrics address, or the pods of the
+/// package's Deployment on the node.
 enum Provider {
     Process(ProviderProcess),
-    Remote { metrics: String },
+    Remote {
+        metrics: String,
+    },
+    #[cfg(feature = "node")]
+    Pods(node::Pods),
 }
 
 impl System {
@@ -101,6 +109,8 @@ impl System {
                 Self::start_local(options, provider_bin, run_dir, progress).await
             }
             Target::Existing(existing) => Self::connect(options, existing, progress).await,
+            #[cfg(feature = "node")]
+            Target::Node => node::start(options, run_dir, progress).await,
         }
     }
 
@@ -330,15 +340,40 @@ impl System {
         {
             Provider::Process(process) => Ok(process.active_controllers().await?),
             Provider::Remote { metrics } => Ok(active_controllers_at(metrics).await?),
+            #[cfg(feature = "node")]
+            Provider::Pods(pods) => {
+                let metrics = pods.metrics_addr(self.cluster.client()).await?;
+                Ok(active_controllers_at(&metrics).await?)
+            }
         }
     }
 
-    /// An error if the provider or a control-plane process has died: after
-    /// that no story can hold, so the demo stops with the logs. A system
-    /// run by someone else restarts its own parts; nothing to check here.
-    pub fn ensure_healthy(&mut self) -> Result<(), DemoError> {
-        if let Some(Provider::Process(process)) = self.provider.as_mut() {
-            process.ensure_running()?;
+    /// Where the provider runs and how to look at it, for the closing hints.
+    pub fn provider_hint(&self) -> String {
+        match &self.provider {
+            Some(Provider::Process(process)) => format!(
+                "pid {}, metrics http://{}/metrics, log {}",
+                process.pid(),
+                process.metrics_addr,
+                process.log().display()
+            ),
+            Some(Provider::Remote { metrics }) => format!("metrics http://{metrics}/metrics"),
+            #[cfg(feature = "node")]
+            Some(Provider::Pods(pods)) => pods.hint(),
+            None => "not running".to_owned(),
+        }
+    }
+
+    /// An error if the provider or a control-plane process has died (or
+    /// the provider's pod restarted): after that no story can hold, so the
+    /// demo stops with the logs. A system run by someone else restarts its
+    /// own parts; nothing to check here.
+    pub async fn ensure_healthy(&mut self) -> Result<(), DemoError> {
+        match self.provider.as_mut() {
+            Some(Provider::Process(process)) => process.ensure_running()?,
+            #[cfg(feature = "node")]
+            Some(Provider::Pods(pods)) => pods.ensure_running(self.cluster.client()).await?,
+            _ => {}
         }
         if self.standin.as_ref().is_some_and(|s| !s.is_running()) {
             return Err(DemoError::Unexpected(
@@ -385,8 +420,11 @@ impl System {
     /// Stops the provider (SIGTERM, then kill), fakecloud, then the control
     /// plane; returns once every process is gone.
     pub async fn shutdown(mut self) {
-        if let Some(Provider::Process(provider)) = self.provider.take() {
-            provider.stop().await;
+        match self.provider.take() {
+            Some(Provider::Process(provider)) => provider.stop().await,
+            #[cfg(feature = "node")]
+            Some(Provider::Pods(pods)) => pods.uninstall(self.cluster.client()).await,
+            _ => {}
         }
         if let Some(standin) = self.standin.take()
             && let Err(error) = standin.stop().await

@@ -541,10 +541,13 @@ impl TestCluster {
             if !converts_by_webhook(&value) {
                 continue;
             }
-            let patch = serde_json::json!({"spec": {"conversion": {"webhook": {"clientConfig": target.client_config()}}}});
-            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .map_err(|e| ClusterError::kube(format!("pointing CRD {name}'s conversion"), e))?;
+            api.patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(&target.merge_patch()),
+            )
+            .await
+            .map_err(|e| ClusterError::kube(format!("pointing CRD {name}'s conversion"), e))?;
             pointed.push(name);
         }
         Ok(pointed)

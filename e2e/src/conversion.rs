@@ -27,31 +27,84 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::ClusterError;
 
-/// Where the CRDs' conversion goes: a URL and the CA bundle that verifies
+/// Where the CRDs' conversion goes: a URL, or a Service as Crossplane's
+/// package manager names the provider's, and the CA bundle that verifies
 /// its certificate.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WebhookTarget {
-    /// `https://<host>:<port>/convert`.
-    pub url: String,
+    at: Endpoint,
     /// The PEM the CRDs get as `caBundle`.
     pub ca_pem: String,
+}
+
+/// A webhook's address, in the two forms a CRD's `clientConfig` takes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Endpoint {
+    /// `https://<host>:<port>/convert`.
+    Url(String),
+    /// A Service's port, the path [`apis::generate::WEBHOOK_PATH`].
+    Service {
+        namespace: String,
+        name: String,
+        port: i32,
+    },
 }
 
 impl WebhookTarget {
     /// The target for a webhook at `host:port` whose certificate is `ca_pem`.
     pub fn new(host: &str, port: u16, ca_pem: String) -> Self {
         Self {
-            url: format!("https://{host}:{port}{}", apis::generate::WEBHOOK_PATH),
+            at: Endpoint::Url(format!(
+                "https://{host}:{port}{}",
+                apis::generate::WEBHOOK_PATH
+            )),
+            ca_pem,
+        }
+    }
+
+    /// The target for a webhook behind the Service `namespace/name` on
+    /// `port`, whose certificate `ca_pem` signed: what the API server of a
+    /// cluster with a node reaches through kube-proxy.
+    pub fn service(namespace: &str, name: &str, port: i32, ca_pem: String) -> Self {
+        Self {
+            at: Endpoint::Service {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                port,
+            },
             ca_pem,
         }
     }
 
     /// `clientConfig` as the CRD carries it.
     pub fn client_config(&self) -> Value {
-        json!({
-            "url": self.url,
-            "caBundle": base64::engine::general_purpose::STANDARD.encode(&self.ca_pem),
-        })
+        let bundle = base64::engine::general_purpose::STANDARD.encode(&self.ca_pem);
+        match &self.at {
+            Endpoint::Url(url) => json!({ "url": url, "caBundle": bundle }),
+            Endpoint::Service {
+                namespace,
+                name,
+                port,
+            } => json!({
+                "service": {
+                    "namespace": namespace, "name": name, "port": port,
+                    "path": apis::generate::WEBHOOK_PATH,
+                },
+                "caBundle": bundle,
+            }),
+        }
+    }
+
+    /// A JSON merge patch of a CRD that points its conversion here,
+    /// removing the other form of address it may have had.
+    pub fn merge_patch(&self) -> Value {
+        let mut config = self.client_config();
+        for form in ["url", "service"] {
+            if config.get(form).is_none() {
+                config[form] = Value::Null;
+            }
+        }
+        json!({ "spec": { "conversion": { "webhook": { "clientConfig": config } } } })
     }
 
     /// Points `crd` (a CRD, or an MRD's spec as JSON) at this target when

@@ -39,6 +39,9 @@ pub(crate) struct LocalControlPlane {
     /// or the Docker bridge's for the node backend, whose pods reach it.
     host: IpAddr,
     apiserver_port: u16,
+    /// Read by the node backend only (its controllers' service-account
+    /// key and root CA), which is Docker-backed.
+    #[cfg_attr(not(feature = "containers"), allow(dead_code))]
     pub(crate) pki: PkiFiles,
     pub(crate) kubeconfig: PathBuf,
     pub(crate) client: Client,

@@ -291,18 +291,8 @@ async fn the_package_runs_as_crossplane_runs_a_provider_on_a_real_node() -> anyh
 
     // The package, built from the provider's image and read back.
     let out_dir = tempfile::tempdir()?;
-    let options = xpkg::BuildOptions {
-        base: xpkg::BaseImage::Docker(format!(
-            "{}:{}",
-            e2e::containers::PROVIDER_IMAGE.0,
-            e2e::containers::PROVIDER_IMAGE.1
-        )),
-        package_dir: e2e::crds::package_dir(),
-        out_dir: out_dir.path().to_path_buf(),
-        repository: xpkg::DEFAULT_REPOSITORY.to_owned(),
-    };
-    let built = tokio::task::spawn_blocking(move || xpkg::build(&options)).await??;
-    let package = ProviderPackage::load(&built.xpkg)?;
+    let out = out_dir.path().to_path_buf();
+    let package = tokio::task::spawn_blocking(move || ProviderPackage::build(&out)).await??;
 
     for namespace in [NAMESPACE, APP] {
         let ns = serde_json::from_value::<Namespace>(json!({ "metadata": { "name": namespace } }))?;

@@ -257,7 +257,7 @@ pub async fn play_all(
             }
         };
         results.push((story, held));
-        system.ensure_healthy()?;
+        system.ensure_healthy().await?;
     }
     Ok(results)
 }

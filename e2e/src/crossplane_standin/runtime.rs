@@ -54,7 +54,6 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use base64::Engine;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
@@ -67,7 +66,7 @@ use rcgen::{
 use serde_json::{Value, json};
 
 use super::{PACKAGE_MANAGER, StandInError};
-use crate::conversion::converts_by_webhook;
+use crate::conversion::{WebhookTarget, converts_by_webhook};
 
 /// The runtime container's name, which a runtime config must use to
 /// configure it (`ContainerName` in Crossplane).
@@ -93,6 +92,23 @@ pub struct ProviderPackage {
 }
 
 impl ProviderPackage {
+    /// Builds the project's package from the provider's image (as
+    /// `scripts/xpkg` does, into `out_dir`) and [`Self::load`]s it.
+    pub fn build(out_dir: &Path) -> Result<Self, StandInError> {
+        let (repository, tag) = crate::containers::PROVIDER_IMAGE;
+        let options = xpkg::BuildOptions {
+            base: xpkg::BaseImage::Docker(format!("{repository}:{tag}")),
+            package_dir: crate::crds::package_dir(),
+            out_dir: out_dir.to_path_buf(),
+            repository: xpkg::DEFAULT_REPOSITORY.to_owned(),
+        };
+        let built = xpkg::build(&options).map_err(|e| StandInError::Package {
+            path: out_dir.to_path_buf(),
+            reason: format!("building the package: {e}"),
+        })?;
+        Self::load(&built.xpkg)
+    }
+
     /// Reads the package's meta object from `xpkg` (a docker archive, as
     /// Crossplane's xpkg reader finds it) and loads the image into the
     /// Docker engine the node's kubelet runs.
@@ -144,6 +160,9 @@ pub struct ProviderRuntime {
     pub service: String,
     /// CRDs whose conversion now goes to the Service.
     pub converting_crds: Vec<String>,
+    /// The Service and the CA that signed its certificate: where CRDs
+    /// installed later (the stand-in's, from MRDs) send conversions.
+    pub webhook: WebhookTarget,
 }
 
 impl ProviderRuntime {
@@ -271,8 +290,9 @@ impl ProviderRuntime {
             .await
             .map_err(|e| StandInError::kube(format!("applying Deployment {deployment_name}"), e))?;
 
-        let converting_crds =
-            point_conversions(client, namespace, &service_name, &ca.cert_pem).await?;
+        let webhook =
+            WebhookTarget::service(namespace, &service_name, WEBHOOK_PORT, ca.cert_pem.clone());
+        let converting_crds = point_conversions(client, &webhook).await?;
         Ok(Self {
             namespace: namespace.to_owned(),
             package: package.clone(),
@@ -280,6 +300,7 @@ impl ProviderRuntime {
             service_account,
             service: service_name,
             converting_crds,
+            webhook,
         })
     }
 
@@ -304,13 +325,7 @@ impl ProviderRuntime {
             let ready = status.ready_replicas.unwrap_or(0);
             let total = status.replicas.unwrap_or(0);
             let updated = status.updated_replicas.unwrap_or(0);
-            let selector = format!("{REVISION_LABEL}={}", self.package.revision);
-            let pods = Api::<Pod>::namespaced(client.clone(), &self.namespace)
-                .list(&ListParams::default().labels(&selector))
-                .await
-                .map_err(|e| StandInError::kube("listing the provider's pods", e))?
-                .items
-                .len();
+            let pods = self.pods(client).await?.len();
             let want_pods = usize::try_from(want).unwrap_or_default();
             if ready == want && total == want && updated == want && pods == want_pods {
                 return Ok(began.elapsed());
@@ -326,6 +341,16 @@ impl ProviderRuntime {
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
+    }
+
+    /// The revision's pods, terminating ones included.
+    pub async fn pods(&self, client: &Client) -> Result<Vec<Pod>, StandInError> {
+        let selector = format!("{REVISION_LABEL}={}", self.package.revision);
+        Ok(Api::<Pod>::namespaced(client.clone(), &self.namespace)
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(|e| StandInError::kube("listing the provider's pods", e))?
+            .items)
     }
 
     /// Deletes what [`Self::install`] made (Crossplane's owner references
@@ -584,16 +609,13 @@ fn tls_secret(name: &str, namespace: &str, cert: &str, key: &str, ca: &str) -> V
 /// returns their names.
 async fn point_conversions(
     client: &Client,
-    namespace: &str,
-    service: &str,
-    ca_pem: &str,
+    webhook: &WebhookTarget,
 ) -> Result<Vec<String>, StandInError> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let list = api
         .list(&Default::default())
         .await
         .map_err(|e| StandInError::kube("listing CRDs", e))?;
-    let bundle = base64::engine::general_purpose::STANDARD.encode(ca_pem);
     let mut pointed = Vec::new();
     for crd in list {
         let name = crd.name_any();
@@ -601,14 +623,13 @@ async fn point_conversions(
         if !converts_by_webhook(&value) {
             continue;
         }
-        let patch = json!({ "spec": { "conversion": { "webhook": { "clientConfig": {
-            "url": null,
-            "service": { "namespace": namespace, "name": service, "path": apis::generate::WEBHOOK_PATH, "port": WEBHOOK_PORT },
-            "caBundle": bundle,
-        } } } } });
-        api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map_err(|e| StandInError::kube(format!("pointing CRD {name}'s conversion"), e))?;
+        api.patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(&webhook.merge_patch()),
+        )
+        .await
+        .map_err(|e| StandInError::kube(format!("pointing CRD {name}'s conversion"), e))?;
         pointed.push(name);
     }
     Ok(pointed)

@@ -1,0 +1,58 @@
+//! The demo's stories with the provider running as pods (issue 47):
+//! `demo --on-node --once` starts the control plane with a real node (a
+//! kubelet over this machine's Docker engine, kube-scheduler, kube-proxy),
+//! installs the package as Crossplane installs a provider (its Deployment,
+//! ServiceAccount, RBAC and webhook Service, made by the package manager's
+//! stand-in from the `.xpkg`), and plays every story against that pod,
+//! conversions going through the Service. Afterwards nothing is left: no
+//! process, pod container, `KUBE-*` iptables chain or changed sysctl.
+//!
+//! Needs what the node test needs (root, a Docker engine with cgroup v1,
+//! the node's binaries from `e2e/control-plane/install.sh`); without them
+//! it fails, never skips. Runs alone (.config/nextest.toml): one node per
+//! machine. Built with the `demo` crate's `node` feature, which
+//! `scripts/test` turns on (`--all-features`); without it this file is
+//! empty (a `[[test]]` target with `required-features` would do the same,
+//! but the images' build stubs every declared target).
+
+#![cfg(feature = "node")]
+
+mod common;
+
+use std::process::Command;
+
+use common::{assert_every_story_held, assert_nothing_left, repo_root, run_with_own_tmpdir};
+
+#[test]
+fn every_story_holds_with_the_provider_as_the_packages_pod_on_a_node() {
+    let route_localnet = e2e::node::route_localnet();
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_demo"));
+    command
+        .args(["--on-node", "--once"])
+        .current_dir(repo_root());
+    let output = run_with_own_tmpdir(command, tmp.path());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "demo --on-node failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    assert_every_story_held(&stdout);
+    for step in [
+        "node Ready",
+        "provider installed as Crossplane installs a package",
+        "Ready by its readiness probe",
+        "send conversions to the provider's Service",
+    ] {
+        assert!(stdout.contains(step), "no `{step}` step:\n{stdout}");
+    }
+    assert!(
+        !stdout.contains("processes (pid)"),
+        "no provider process: it runs as a pod\n{stdout}"
+    );
+    assert_nothing_left(&stdout, tmp.path());
+    let leftovers = e2e::node::leftovers(None, route_localnet.as_deref());
+    assert!(leftovers.is_empty(), "the node left {leftovers:?}");
+}
