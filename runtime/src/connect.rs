@@ -271,6 +271,11 @@ impl Connector {
         &self.types
     }
 
+    /// The pacers of the servers its clients call.
+    pub(crate) fn pacers(&self) -> &Pacers {
+        &self.pacers
+    }
+
     /// The client `connect` makes for `mr`, after recording its usage of
     /// the ProviderConfig. `kind` is its label in metrics.
     pub async fn connect<K: Managed, C: Connect>(

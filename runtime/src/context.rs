@@ -217,7 +217,7 @@ impl Context {
 
     /// Runs one call of a reconcile to the cloud under its server's pacing,
     /// counting each attempt by operation and outcome; a [`Deferral`] when
-    /// it gives way, before it goes out or when the server pushes back
+    /// it gives way, before it goes out or when the server answers 429
     /// with a pause ([`Pacing::run`]).
     pub(crate) async fn call<T, F, Fut>(
         &self,

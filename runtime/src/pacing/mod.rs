@@ -16,8 +16,8 @@
 //! reconcile queue with reconciles that can only wait, and resources of
 //! other servers go on. An admitted reconcile's call gives way the same
 //! way when a pause voids its start before it goes out, when its own
-//! call is answered with a pause (instead of sending it again after the
-//! pause in flight), and a create before its create-pending mark:
+//! call is answered 429 with a pause (instead of sending it again after
+//! the pause in flight), and a create before its create-pending mark:
 //! a burst admitted before an account's first 429 does not wait out the
 //! account's pace in the queue either. The pacer wakes the objects in
 //! line, first come first served, each with a start reserved on the same schedule as every
@@ -33,7 +33,7 @@ pub use limits::Ceilings;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -66,6 +66,9 @@ pub struct Pacers {
     cloud: Ceilings,
     kube: Arc<Pacer>,
     servers: Mutex<HashMap<String, Arc<Pacer>>>,
+    /// The replicas that share the work, this one included (1 alone):
+    /// they share every cloud server ([`Self::share_clouds`]).
+    sharers: Arc<AtomicUsize>,
 }
 
 impl Pacers {
@@ -77,7 +80,16 @@ impl Pacers {
             metrics: metrics.clone(),
             cloud,
             servers: Mutex::default(),
+            sharers: Arc::new(AtomicUsize::new(1)),
         }
+    }
+
+    /// Says how many replicas share the work now: each cloud server's
+    /// limits then grow by that share of their step ([`Limits::share`]).
+    /// The API server's do not: its limits are guarded by its own flow
+    /// control, and its answers reach every replica alike.
+    pub fn share_clouds(&self, replicas: usize) {
+        self.sharers.store(replicas.max(1), Ordering::Relaxed);
     }
 
     /// The API server's pacer.
@@ -91,7 +103,11 @@ impl Pacers {
         let mut servers = self.servers.lock().expect("pacers lock");
         servers
             .entry(server.to_owned())
-            .or_insert_with(|| Arc::new(Pacer::new(server, self.cloud, &self.metrics)))
+            .or_insert_with(|| {
+                let mut pacer = Pacer::new(server, self.cloud, &self.metrics);
+                pacer.share(self.sharers.clone());
+                Arc::new(pacer)
+            })
             .clone()
     }
 }
@@ -156,16 +172,19 @@ impl<'a> Pacing<'a> {
     /// accounts' reconciles queued behind them.) Nothing is lost by not
     /// sending it: the next reconcile observes again, and a create whose
     /// create-pending mark is written is repeated with the same
-    /// idempotency key. The one more try after a 429 or 5xx gives way the
-    /// same way when the pause that answer began puts its start further
-    /// off than [`ADMIT_SLACK`]: a burst of reconciles admitted just before
-    /// an account's first 429, each refused, once waited out the pause and
-    /// the account's pace in flight (up to 12 s for 60 creates at 5 calls
-    /// a second), and the objects queued behind them were not looked at
-    /// meanwhile. A call answered 429 was not acted on; one answered 5xx
-    /// or not at all may have been, and is made again by the next
-    /// reconcile the same way a lost answer is (it observes first; a
-    /// create repeats its idempotency key).
+    /// idempotency key. After a 429, the one more try gives way the same
+    /// way when the pause that answer began puts its start further off
+    /// than [`ADMIT_SLACK`]: a burst of reconciles admitted just before an
+    /// account's first 429, each refused, once waited out the pause and the
+    /// account's pace in flight (up to 12 s for 60 creates at 5 calls a
+    /// second), and the objects queued behind them were not looked at
+    /// meanwhile. A call answered 429 was not acted on, and the next
+    /// reconcile makes it again (it observes first; a create repeats its
+    /// idempotency key). After a 5xx or no answer the one more try goes out
+    /// after the pause, in flight, and a second failure is the reconcile's
+    /// error: a server that is down (an endpoint nothing serves) is then
+    /// reported in `Synced`, also on a settled resource, whose deferrals
+    /// write nothing.
     pub(crate) async fn run<T, E, F, Fut>(
         &self,
         call: F,
@@ -181,8 +200,8 @@ impl<'a> Pacing<'a> {
             .acquire_unless(ticket, || self.pacer.near_or_give_way(None, &self.give_way))
             .await?;
         let result = self.pacer.send(call(), &answer, wanted).await;
-        if answer(&result) == Answer::Good {
-            return Ok(result);
+        if !matches!(answer(&result), Answer::Throttled { .. }) {
+            return Ok(self.pacer.again(result, call, answer).await);
         }
         self.pacer.near_or_give_way(None, &self.give_way)?;
         let wanted = self
@@ -224,6 +243,8 @@ pub struct Pacer {
     /// first one joins.
     dispatcher: OnceLock<JoinHandle<()>>,
     metrics: ServerMetrics,
+    /// How many replicas share this server, for a cloud server.
+    sharers: Option<Arc<AtomicUsize>>,
 }
 
 struct State {
@@ -354,7 +375,17 @@ impl Pacer {
             joined: Notify::new(),
             dispatcher: OnceLock::new(),
             metrics,
+            sharers: None,
         }
+    }
+
+    /// Shares this server's limits among the replicas `sharers` counts,
+    /// from its first call on ([`Limits::share`]).
+    fn share(&mut self, sharers: Arc<AtomicUsize>) {
+        let state = self.state.get_mut().expect("pacer lock");
+        state.limits.share(sharers.load(Ordering::Relaxed));
+        self.metrics.show(&state.limits);
+        self.sharers = Some(sharers);
     }
 
     /// The server's name, as the `server` label of the pacing metrics
@@ -633,6 +664,9 @@ impl Pacer {
             // more. (The unit tests' woken calls wait for their starts, so
             // they grow the rate without this.)
             let wanted = wanted || !state.line.is_empty();
+            if let Some(sharers) = &self.sharers {
+                state.limits.share(sharers.load(Ordering::Relaxed));
+            }
             let cut = state.limits.learn(
                 answer,
                 sent,
@@ -1013,27 +1047,23 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn an_admitted_call_answered_with_retry_after_0_goes_out_once_more() {
+    async fn an_admitted_call_answered_5xx_goes_out_once_more_after_the_pause() {
         let (pacer, metrics) = pacer(100.0, 8);
         let (tx, _woken) = tokio::sync::mpsc::unbounded_channel();
         let ticket = pacer.admit("vpc-a", never_woken).expect("admitted");
         let wake = waker(&tx, "vpc-a");
         let pacing = Pacing::new(pacer, ticket, GiveWay::new("vpc-a".into(), &wake));
         let sent = AtomicUsize::new(0);
-        let once_failing = || {
-            let n = sent.fetch_add(1, Ordering::SeqCst);
-            async move { if n == 0 { Err(503) } else { Ok(()) } }
+        let twice_failing = || {
+            sent.fetch_add(1, Ordering::SeqCst);
+            async { Err(503) }
         };
-        // A 503 with `Retry-After: 0`: a pause that is over at once.
-        let at_once = |result: &Result<(), u16>| match result {
-            Err(503) => Answer::Overloaded {
-                retry_after: Some(Duration::ZERO),
-            },
-            other => classify(other),
-        };
-        let result = pacing.run(once_failing, at_once).await;
-        assert_eq!(result.expect("its next start is near"), Ok(()));
+        let began = Instant::now();
+        let result = pacing.run(twice_failing, classify).await;
+        // Not deferred: the failure is the reconcile's to report.
+        assert_eq!(result.expect("not deferred"), Err(503));
         assert_eq!(sent.load(Ordering::SeqCst), 2, "sent again once");
+        assert!(began.elapsed() >= Duration::from_secs(1), "after the pause");
         assert_eq!(metrics.total("provider_pacing_deferred_total"), 0.0);
     }
 

@@ -82,7 +82,7 @@ impl<'a, K: ManagedKind<C>, C: Connect> Run<'a, K, C> {
                 },
             )
             .await
-            // Not sent, or refused with a pause (429, 5xx): the
+            // Not sent, or refused with a pause (429): the
             // create-pending mark stays, and the next reconcile repeats the
             // create under the same idempotency key.
             .map_err(ReconcileError::Deferred)?;

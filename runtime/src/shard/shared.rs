@@ -39,8 +39,25 @@ pub(crate) async fn run(
         kinds.into_iter().partition(|k| k.sharded.is_some());
     let assigned: Vec<ShardedKind> = sharded.iter().filter_map(|k| k.sharded.clone()).collect();
     let members = Members::new();
+    // Every replica calls every account (objects are spread by a hash of
+    // their keys): the cloud pacers' growth is shared among the members.
+    let share_clouds = {
+        let (ctx, mut live) = (ctx.clone(), members.live.subscribe());
+        let mut stop = stopping.clone();
+        async move {
+            loop {
+                let replicas = live.borrow_and_update().len();
+                ctx.connector.pacers().share_clouds(replicas);
+                tokio::select! {
+                    changed = live.changed() => if changed.is_err() { return },
+                    _ = stop.wait_for(|s| *s) => return,
+                }
+            }
+        }
+    };
     let work = async {
         tokio::join!(
+            share_clouds,
             watch_members(
                 kube.clone(),
                 shard.clone(),
