@@ -1,5 +1,5 @@
 //! The demo's stories with the provider running as pods (issue 47):
-//! `demo --on-node --once` starts the control plane with a real node (a
+//! `scripts/demo --on-node --once` starts the control plane with a real node (a
 //! kubelet over this machine's Docker engine, kube-scheduler, kube-proxy),
 //! installs the package as Crossplane installs a provider (its Deployment,
 //! ServiceAccount, RBAC and webhook Service, made by the package manager's
@@ -27,7 +27,10 @@ use common::{assert_every_story_held, assert_nothing_left, repo_root, run_with_o
 fn every_story_holds_with_the_provider_as_the_packages_pod_on_a_node() {
     let route_localnet = e2e::node::route_localnet();
     let tmp = tempfile::tempdir().expect("temp dir");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_demo"));
+    // The README's command, which builds the demo with its `node` feature:
+    // the demo binary the test build made is whichever build came last
+    // (`scripts/test` builds it without features too, for `scripts/demo`).
+    let mut command = Command::new(repo_root().join("scripts/demo"));
     command
         .args(["--on-node", "--once"])
         .current_dir(repo_root());
