@@ -88,7 +88,7 @@ impl Pacers {
     /// limits then grow by that share of their step ([`Limits::share`]).
     /// The API server's do not: its limits are guarded by its own flow
     /// control, and its answers reach every replica alike.
-    pub fn share_clouds(&self, replicas: usize) {
+    pub(crate) fn share_clouds(&self, replicas: usize) {
         self.sharers.store(replicas.max(1), Ordering::Relaxed);
     }
 
