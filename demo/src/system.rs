@@ -3,6 +3,7 @@
 //! `--existing`, a system someone else runs (docker-compose.yml's services),
 //! which the demo only connects to.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -76,6 +77,26 @@ pub struct System {
     database: Option<PathBuf>,
 }
 
+/// fakecloud's settings when it runs in the demo's process: its SQLite
+/// file in the run folder, the demo's provisioning delay, and where it
+/// listens (`listen`, else fakecloud's default, loopback).
+struct LocalCloud {
+    config: fakecloud::Config,
+    database: PathBuf,
+}
+
+impl LocalCloud {
+    fn config(run_dir: &RunDir, options: &DemoOptions, listen: Option<SocketAddr>) -> Self {
+        let database = run_dir.path().join("fakecloud.db");
+        let mut config = fakecloud::Config::new(database.display().to_string());
+        config.default_delay = options.provisioning_delay;
+        if let Some(listen) = listen {
+            config.listen = listen;
+        }
+        Self { config, database }
+    }
+}
+
 /// How the demo and the provider reach fakecloud.
 #[derive(Debug, Clone)]
 struct CloudEndpoint {
@@ -123,12 +144,10 @@ impl System {
         progress.step(
             "starting the control plane: etcd, kube-apiserver, kube-controller-manager (local processes)",
         );
-        let database = run_dir.path().join("fakecloud.db");
-        let mut config = fakecloud::Config::new(database.display().to_string());
-        config.default_delay = options.provisioning_delay;
+        let cloud = LocalCloud::config(run_dir, &options, None);
         let (cluster, cloud_server) = tokio::join!(
             TestCluster::options().without_package_crds().start(),
-            fakecloud::spawn(config),
+            fakecloud::spawn(cloud.config.clone()),
         );
         let cluster = cluster?;
         let cloud_server = cloud_server?;
@@ -140,21 +159,14 @@ impl System {
         progress.step(format!(
             "fakecloud serving {} (in-process, SQLite {})",
             cloud_server.base_url(),
-            database.display()
+            cloud.database.display()
         ));
-        let endpoint = CloudEndpoint {
-            url: cloud_server.base_url(),
-            api_key: cloud_server.api_key().to_owned(),
-            admin_token: cloud_server.admin_token().to_owned(),
-        };
         let standin =
             StandIn::start(cluster.client(), Some(cluster.conversion_target().await?)).await?;
         progress.step(
             "Crossplane stand-in running in-process (e2e::crossplane_standin; real Crossplane on the kind path): CRDs ManagedResourceDefinition and ManagedResourceActivationPolicy installed",
         );
-        let mut system = Self::assemble(cluster, endpoint, options);
-        system.cloud_server = Some(cloud_server);
-        system.database = Some(database);
+        let mut system = Self::with_local_cloud(cluster, options, cloud_server, cloud.database);
         system.standin = Some(standin);
         // The control plane's logs die with it: keep them if the rest fails.
         match system
@@ -216,6 +228,25 @@ impl System {
             metrics: existing.provider_metrics,
         });
         Ok(system)
+    }
+
+    /// The system around `cluster` with fakecloud running in this
+    /// process, its SQLite file at `database`.
+    fn with_local_cloud(
+        cluster: TestCluster,
+        options: DemoOptions,
+        cloud_server: fakecloud::RunningServer,
+        database: PathBuf,
+    ) -> Self {
+        let endpoint = CloudEndpoint {
+            url: cloud_server.base_url(),
+            api_key: cloud_server.api_key().to_owned(),
+            admin_token: cloud_server.admin_token().to_owned(),
+        };
+        let mut system = Self::assemble(cluster, endpoint, options);
+        system.cloud_server = Some(cloud_server);
+        system.database = Some(database);
+        system
     }
 
     fn assemble(cluster: TestCluster, endpoint: CloudEndpoint, options: DemoOptions) -> Self {

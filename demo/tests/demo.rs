@@ -9,23 +9,14 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{
-    announced_pids, assert_every_story_held, assert_nothing_left, repo_root, run_with_own_tmpdir,
+    announced_pids, assert_every_story_held, assert_nothing_left, repo_root, run_readme_demo,
+    run_with_own_tmpdir,
 };
 
 #[test]
 fn the_readme_command_plays_every_story_to_held_and_leaves_no_process() {
     let tmp = tempfile::tempdir().expect("temp dir");
-    let mut command = Command::new(repo_root().join("scripts/demo"));
-    command.arg("--once").current_dir(repo_root());
-    let output = run_with_own_tmpdir(command, tmp.path());
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "demo failed ({}):\n{stdout}\n{stderr}",
-        output.status
-    );
-
+    let stdout = run_readme_demo(&["--once"], tmp.path());
     assert_every_story_held(&stdout);
     assert_eq!(
         announced_pids(&stdout).len(),

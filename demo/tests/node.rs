@@ -19,9 +19,7 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::{assert_every_story_held, assert_nothing_left, repo_root, run_with_own_tmpdir};
+use common::{assert_every_story_held, assert_nothing_left, run_readme_demo};
 
 #[test]
 fn every_story_holds_with_the_provider_as_the_packages_pod_on_a_node() {
@@ -30,18 +28,7 @@ fn every_story_holds_with_the_provider_as_the_packages_pod_on_a_node() {
     // The README's command, which builds the demo with its `node` feature:
     // the demo binary the test build made is whichever build came last
     // (`scripts/test` builds it without features too, for `scripts/demo`).
-    let mut command = Command::new(repo_root().join("scripts/demo"));
-    command
-        .args(["--on-node", "--once"])
-        .current_dir(repo_root());
-    let output = run_with_own_tmpdir(command, tmp.path());
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "demo --on-node failed ({}):\n{stdout}\n{stderr}",
-        output.status
-    );
+    let stdout = run_readme_demo(&["--on-node", "--once"], tmp.path());
     assert_every_story_held(&stdout);
     for step in [
         "node Ready",

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::version::Info;
-use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::{Client, ResourceExt};
+use kube::Client;
+use kube::api::{Api, PostParams};
 
 use crate::assets::AssetSearch;
 #[cfg(feature = "containers")]
@@ -526,31 +526,7 @@ impl TestCluster {
         &self,
         target: &WebhookTarget,
     ) -> Result<Vec<String>, ClusterError> {
-        let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
-        let list = api
-            .list(&Default::default())
-            .await
-            .map_err(|e| ClusterError::kube("listing CRDs", e))?;
-        let mut pointed = Vec::new();
-        for crd in list {
-            let name = crd.name_any();
-            let value = serde_json::to_value(&crd).map_err(|e| ClusterError::Manifest {
-                path: PathBuf::from(format!("<CustomResourceDefinition {name}>")),
-                reason: e.to_string(),
-            })?;
-            if !converts_by_webhook(&value) {
-                continue;
-            }
-            api.patch(
-                &name,
-                &PatchParams::default(),
-                &Patch::Merge(&target.merge_patch()),
-            )
-            .await
-            .map_err(|e| ClusterError::kube(format!("pointing CRD {name}'s conversion"), e))?;
-            pointed.push(name);
-        }
-        Ok(pointed)
+        target.point_installed_crds(&self.client).await
     }
 
     /// Applies CRDs given as JSON (e.g. made from MRDs, as Crossplane makes

@@ -15,9 +15,12 @@
 //! there use the stored version only, which needs no conversion.
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, Patch, PatchParams};
+use kube::{Client, ResourceExt};
 use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyPair};
 use runtime::conversion::{Conversions, Webhook, WebhookSettings};
 use runtime::metrics::Metrics;
@@ -105,6 +108,36 @@ impl WebhookTarget {
             }
         }
         json!({ "spec": { "conversion": { "webhook": { "clientConfig": config } } } })
+    }
+
+    /// Points every installed CRD that converts by webhook here; returns
+    /// their names.
+    pub async fn point_installed_crds(&self, client: &Client) -> Result<Vec<String>, ClusterError> {
+        let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+        let list = api
+            .list(&Default::default())
+            .await
+            .map_err(|e| ClusterError::kube("listing CRDs", e))?;
+        let mut pointed = Vec::new();
+        for crd in list {
+            let name = crd.name_any();
+            let value = serde_json::to_value(&crd).map_err(|e| ClusterError::Manifest {
+                path: PathBuf::from(format!("<CustomResourceDefinition {name}>")),
+                reason: e.to_string(),
+            })?;
+            if !converts_by_webhook(&value) {
+                continue;
+            }
+            api.patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(&self.merge_patch()),
+            )
+            .await
+            .map_err(|e| ClusterError::kube(format!("pointing CRD {name}'s conversion"), e))?;
+            pointed.push(name);
+        }
+        Ok(pointed)
     }
 
     /// Points `crd` (a CRD, or an MRD's spec as JSON) at this target when

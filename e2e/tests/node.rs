@@ -32,7 +32,9 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use e2e::crossplane_standin::runtime::{ProviderPackage, ProviderRuntime, REVISION_LABEL};
+use e2e::crossplane_standin::runtime::{
+    ProviderPackage, ProviderRuntime, REVISION_LABEL, is_pod_ready,
+};
 use e2e::objects::Objects;
 use e2e::scenarios::{Narration, REGION, Stage, network};
 use e2e::scope::{APP, Namespaced};
@@ -88,13 +90,6 @@ async fn pods(client: &Client, revision: &str) -> anyhow::Result<Vec<Pod>> {
         .into_iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .collect())
-}
-
-fn is_pod_ready(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 /// The logs of the provider's containers, dead ones included, for failures.

@@ -19,13 +19,12 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use e2e::crossplane_standin::StandIn;
-use e2e::crossplane_standin::runtime::{ProviderPackage, ProviderRuntime};
+use e2e::crossplane_standin::runtime::{ProviderPackage, ProviderRuntime, is_pod_ready};
 use e2e::{Backend, TestCluster};
-use k8s_openapi::api::core::v1::Pod;
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
-use super::{CloudEndpoint, NAMESPACE, Provider, System};
+use super::{LocalCloud, NAMESPACE, Provider, System};
 use crate::{DemoError, DemoOptions, Progress, RunDir};
 
 /// How long the provider's pod may take from the install to Ready.
@@ -64,25 +63,15 @@ pub(super) async fn start(
     ));
 
     let host = e2e::node::bridge_address()?;
-    let database = run_dir.path().join("fakecloud.db");
-    let mut config = fakecloud::Config::new(database.display().to_string());
-    config.listen = SocketAddr::new(host.into(), 0);
-    config.default_delay = options.provisioning_delay;
-    let cloud_server = fakecloud::spawn(config).await?;
+    let cloud = LocalCloud::config(run_dir, &options, Some(SocketAddr::new(host.into(), 0)));
+    let cloud_server = fakecloud::spawn(cloud.config).await?;
     progress.step(format!(
         "fakecloud serving {} (in-process, on the Docker bridge where the pods reach it; SQLite {})",
         cloud_server.base_url(),
-        database.display()
+        cloud.database.display()
     ));
-    let endpoint = CloudEndpoint {
-        url: cloud_server.base_url(),
-        api_key: cloud_server.api_key().to_owned(),
-        admin_token: cloud_server.admin_token().to_owned(),
-    };
     let poll_interval = options.poll_interval;
-    let mut system = System::assemble(cluster, endpoint, options);
-    system.cloud_server = Some(cloud_server);
-    system.database = Some(database);
+    let mut system = System::with_local_cloud(cluster, options, cloud_server, cloud.database);
     system.create_credentials().await?;
 
     progress.step("building the package (.xpkg) from the provider's image and loading it");
@@ -92,20 +81,16 @@ pub(super) async fn start(
     let runtime =
         ProviderRuntime::install(&client, &package, NAMESPACE, &runtime_config(poll_interval))
             .await?;
-    // Stopped by shutdown from here on, also if the wait fails.
-    system.provider = Some(Provider::Pods(Pods { runtime }));
-    let Some(Provider::Pods(pods)) = &system.provider else {
-        unreachable!("just set");
-    };
-    let ready_in = pods.runtime.wait_ready(&client, 1, POD_READY).await?;
+    // On an error the node's teardown removes the pods with the cluster.
+    let ready_in = runtime.wait_ready(&client, 1, POD_READY).await?;
     progress.step(format!(
         "provider installed as Crossplane installs a package (stand-in for its package manager): Deployment {} in {NAMESPACE}, image {}, its pod Ready by its readiness probe in {:.1}s",
-        pods.runtime.deployment,
+        runtime.deployment,
         package.image,
         ready_in.as_secs_f64()
     ));
-    let standin = StandIn::start(client, Some(pods.runtime.webhook.clone())).await?;
-    system.standin = Some(standin);
+    system.standin = Some(StandIn::start(client, Some(runtime.webhook.clone())).await?);
+    system.provider = Some(Provider::Pods(Pods { runtime }));
     progress.step(
         "Crossplane stand-in running in-process: CRDs ManagedResourceDefinition and ManagedResourceActivationPolicy installed; the CRDs it makes send conversions to the provider's Service",
     );
@@ -147,7 +132,7 @@ impl Pods {
     pub(super) async fn metrics_addr(&self, client: Client) -> Result<String, DemoError> {
         let pods = self.runtime.pods(&client).await?;
         pods.iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none() && is_ready(p))
+            .filter(|p| p.metadata.deletion_timestamp.is_none() && is_pod_ready(p))
             .find_map(|p| p.status.as_ref()?.pod_ip.clone())
             .map(|ip| format!("{ip}:{METRICS_PORT}"))
             .ok_or_else(|| {
@@ -177,7 +162,7 @@ impl Pods {
                 )));
             }
         }
-        if !pods.iter().any(is_ready) {
+        if !pods.iter().any(is_pod_ready) {
             return Err(DemoError::Unexpected(format!(
                 "no ready pod of Deployment {}",
                 self.runtime.deployment
@@ -200,11 +185,4 @@ impl Pods {
             tracing::warn!(%error, "removing the provider's Deployment");
         }
     }
-}
-
-fn is_ready(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }

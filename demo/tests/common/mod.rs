@@ -26,6 +26,23 @@ pub fn run_with_own_tmpdir(mut command: Command, tmp: &Path) -> Output {
         .expect("the demo starts")
 }
 
+/// Runs the README's command, `scripts/demo` with `args`, with its own
+/// TMPDIR `tmp`; asserts that it exited 0 and returns what it printed.
+pub fn run_readme_demo(args: &[&str], tmp: &Path) -> String {
+    let mut command = Command::new(repo_root().join("scripts/demo"));
+    command.args(args).current_dir(repo_root());
+    let output = run_with_own_tmpdir(command, tmp);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "scripts/demo {} failed ({}):\n{stdout}\n{stderr}",
+        args.join(" "),
+        output.status
+    );
+    stdout
+}
+
 /// Process ids the demo printed on its `processes (pid): ...` line.
 pub fn announced_pids(stdout: &str) -> Vec<i32> {
     stdout

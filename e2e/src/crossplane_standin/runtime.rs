@@ -57,16 +57,15 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, Client};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
 };
 use serde_json::{Value, json};
 
 use super::{PACKAGE_MANAGER, StandInError};
-use crate::conversion::{WebhookTarget, converts_by_webhook};
+use crate::conversion::WebhookTarget;
 
 /// The runtime container's name, which a runtime config must use to
 /// configure it (`ContainerName` in Crossplane).
@@ -146,6 +145,14 @@ impl ProviderPackage {
             revision,
         })
     }
+}
+
+/// Whether `pod`'s `Ready` condition is true (its readiness probe passes).
+pub fn is_pod_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 /// What [`ProviderRuntime::install`] made, to find and remove it.
@@ -292,7 +299,7 @@ impl ProviderRuntime {
 
         let webhook =
             WebhookTarget::service(namespace, &service_name, WEBHOOK_PORT, ca.cert_pem.clone());
-        let converting_crds = point_conversions(client, &webhook).await?;
+        let converting_crds = webhook.point_installed_crds(client).await?;
         Ok(Self {
             namespace: namespace.to_owned(),
             package: package.clone(),
@@ -603,36 +610,6 @@ fn tls_secret(name: &str, namespace: &str, cert: &str, key: &str, ca: &str) -> V
         "metadata": { "name": name, "namespace": namespace },
         "stringData": { "tls.crt": cert, "tls.key": key, "ca.crt": ca },
     })
-}
-
-/// Points every CRD that converts by webhook at the provider's Service;
-/// returns their names.
-async fn point_conversions(
-    client: &Client,
-    webhook: &WebhookTarget,
-) -> Result<Vec<String>, StandInError> {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let list = api
-        .list(&Default::default())
-        .await
-        .map_err(|e| StandInError::kube("listing CRDs", e))?;
-    let mut pointed = Vec::new();
-    for crd in list {
-        let name = crd.name_any();
-        let value = serde_json::to_value(&crd).expect("a CRD serialises");
-        if !converts_by_webhook(&value) {
-            continue;
-        }
-        api.patch(
-            &name,
-            &PatchParams::default(),
-            &Patch::Merge(&webhook.merge_patch()),
-        )
-        .await
-        .map_err(|e| StandInError::kube(format!("pointing CRD {name}'s conversion"), e))?;
-        pointed.push(name);
-    }
-    Ok(pointed)
 }
 
 #[cfg(test)]
