@@ -283,12 +283,15 @@ pub fn mrds() -> Vec<ManagedResourceDefinition> {
     mrds
 }
 
-/// A generated file: its path under the package root and its text.
+/// A generated file: its path under the folder it is written to (the
+/// package root, or the API reference's folder) and its text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GeneratedFile {
-    /// Path relative to the package root, e.g. `crds/network.fakecloud.crossplane.io_vpcs.yaml`.
+    /// Path relative to that folder, e.g.
+    /// `crds/network.fakecloud.crossplane.io_vpcs.yaml` or
+    /// `vpcs.network.fakecloud.crossplane.io.md`.
     pub path: PathBuf,
-    /// The YAML, starting with a header that says how to regenerate it.
+    /// The text, starting with a header that says how to regenerate it.
     pub contents: String,
 }
 
@@ -299,7 +302,8 @@ pub fn default_package_root() -> PathBuf {
         .join("package")
 }
 
-fn file_name(group: &str, plural: &str) -> String {
+/// The file name of a generated CRD or MRD: `<group>_<plural>.yaml`.
+pub(crate) fn file_name(group: &str, plural: &str) -> String {
     format!("{group}_{plural}.yaml")
 }
 
@@ -335,11 +339,16 @@ pub fn generated_files() -> Result<Vec<GeneratedFile>, GenerateError> {
     Ok(files)
 }
 
-/// The YAML files now in the generated folders, relative to the package root.
-fn existing_files(package_root: &Path) -> Result<BTreeSet<PathBuf>, GenerateError> {
+/// The files ending in `.{extension}` now in the folders `dirs` under
+/// `root`, relative to `root` (`""` in `dirs` is `root` itself).
+fn existing_files(
+    root: &Path,
+    dirs: &[&str],
+    extension: &str,
+) -> Result<BTreeSet<PathBuf>, GenerateError> {
     let mut found = BTreeSet::new();
-    for dir in [CRDS_DIR, MRDS_DIR] {
-        let path = package_root.join(dir);
+    for dir in dirs {
+        let path = root.join(dir);
         let entries = match fs::read_dir(&path) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -358,7 +367,7 @@ fn existing_files(package_root: &Path) -> Result<BTreeSet<PathBuf>, GenerateErro
                 source,
             })?;
             let name = entry.file_name();
-            if Path::new(&name).extension().is_some_and(|e| e == "yaml") {
+            if Path::new(&name).extension().is_some_and(|e| e == extension) {
                 found.insert(Path::new(dir).join(name));
             }
         }
@@ -366,14 +375,18 @@ fn existing_files(package_root: &Path) -> Result<BTreeSet<PathBuf>, GenerateErro
     Ok(found)
 }
 
-/// Writes every generated file under `package_root` and removes YAML files
-/// in the generated folders that generation no longer produces (a renamed
-/// kind must not leave its old CRD behind). Returns the files written.
-pub fn write(package_root: &Path) -> Result<Vec<PathBuf>, GenerateError> {
-    let files = generated_files()?;
+/// Writes `files` under `root` and removes the files ending in
+/// `.{extension}` in `dirs` that are not among them. Shared by the package
+/// and the API reference ([`crate::reference::write`]).
+pub(crate) fn write_files(
+    root: &Path,
+    files: Vec<GeneratedFile>,
+    dirs: &[&str],
+    extension: &str,
+) -> Result<Vec<PathBuf>, GenerateError> {
     let wanted: BTreeSet<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
-    for leftover in existing_files(package_root)?.difference(&wanted) {
-        let path = package_root.join(leftover);
+    for leftover in existing_files(root, dirs, extension)?.difference(&wanted) {
+        let path = root.join(leftover);
         fs::remove_file(&path).map_err(|source| GenerateError::Io {
             action: "remove",
             path,
@@ -382,7 +395,7 @@ pub fn write(package_root: &Path) -> Result<Vec<PathBuf>, GenerateError> {
     }
     let mut written = Vec::new();
     for file in files {
-        let path = package_root.join(&file.path);
+        let path = root.join(&file.path);
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir).map_err(|source| GenerateError::Io {
                 action: "create",
@@ -400,14 +413,18 @@ pub fn write(package_root: &Path) -> Result<Vec<PathBuf>, GenerateError> {
     Ok(written)
 }
 
-/// The files under `package_root` that differ from what generation would
-/// write now: changed, missing, or no longer generated. Empty when the
-/// committed files are current.
-pub fn stale_files(package_root: &Path) -> Result<Vec<PathBuf>, GenerateError> {
-    let files = generated_files()?;
+/// The paths, relative to `root`, of `files` that differ from or are
+/// missing under `root`, then of the files ending in `.{extension}` in
+/// `dirs` that are not among `files`.
+pub(crate) fn stale_among(
+    root: &Path,
+    files: Vec<GeneratedFile>,
+    dirs: &[&str],
+    extension: &str,
+) -> Result<Vec<PathBuf>, GenerateError> {
     let mut stale = Vec::new();
     for file in &files {
-        let path = package_root.join(&file.path);
+        let path = root.join(&file.path);
         match fs::read_to_string(&path) {
             Ok(text) if text == file.contents => {}
             Ok(_) => stale.push(file.path.clone()),
@@ -422,6 +439,34 @@ pub fn stale_files(package_root: &Path) -> Result<Vec<PathBuf>, GenerateError> {
         }
     }
     let wanted: BTreeSet<PathBuf> = files.into_iter().map(|f| f.path).collect();
-    stale.extend(existing_files(package_root)?.difference(&wanted).cloned());
+    stale.extend(
+        existing_files(root, dirs, extension)?
+            .difference(&wanted)
+            .cloned(),
+    );
     Ok(stale)
+}
+
+/// Writes every generated file under `package_root` and removes YAML files
+/// in the generated folders that generation no longer produces (a renamed
+/// kind must not leave its old CRD behind). Returns the files written.
+pub fn write(package_root: &Path) -> Result<Vec<PathBuf>, GenerateError> {
+    write_files(
+        package_root,
+        generated_files()?,
+        &[CRDS_DIR, MRDS_DIR],
+        "yaml",
+    )
+}
+
+/// The files under `package_root` that differ from what generation would
+/// write now: changed, missing, or no longer generated. Empty when the
+/// committed files are current.
+pub fn stale_files(package_root: &Path) -> Result<Vec<PathBuf>, GenerateError> {
+    stale_among(
+        package_root,
+        generated_files()?,
+        &[CRDS_DIR, MRDS_DIR],
+        "yaml",
+    )
 }

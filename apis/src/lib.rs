@@ -6,8 +6,10 @@
 //! [`crossplane_types`]'.
 //!
 //! The Rust types are the one source of truth: `package/crds` and
-//! `package/mrds` are generated from them (see [`generate`]).
+//! `package/mrds` are generated from them (see [`generate`]), and so is the
+//! API reference in `docs/reference/api` (see [`reference`](mod@reference)).
 
 pub mod generate;
 pub mod kinds;
+pub mod reference;
 pub mod well_known;
