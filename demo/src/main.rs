@@ -2,7 +2,9 @@
 //! fakecloud, the provider binary) and plays the seeds' stories; see
 //! the `demo` library. `scripts/demo` provisions, builds and runs it. With
 //! `--existing` it plays them on a system that runs already: the `demo`
-//! service of docker-compose.yml.
+//! service of docker-compose.yml. The flags are in [`cli`].
+
+mod cli;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,72 +12,26 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use clap::Parser;
+use cli::Args;
+#[cfg(feature = "node")]
+use cli::NodeArgs;
 use demo::{DemoOptions, Existing, Mode, Progress, RunDir, Target};
 
+// The demo's flags, and `--on-node` when built with the `node` feature. (A
+// doc comment here would become the command's about text.)
 #[derive(Debug, Parser)]
-#[command(
-    name = "demo",
-    about = "Run etcd + kube-apiserver, fakecloud and the provider here, and play the seeds' stories"
-)]
-struct Args {
-    /// Exit after the stories: status 0 only if every story's expectation held.
-    #[arg(long)]
-    once: bool,
-    /// The provider binary. Default: `provider` next to this binary (both
-    /// are built into the same target folder).
-    #[arg(long, env = "DEMO_PROVIDER_BIN")]
-    provider_bin: Option<PathBuf>,
-    /// fakecloud's provisioning delay in milliseconds.
-    #[arg(long, default_value_t = 1000)]
-    provisioning_delay_ms: u64,
-    /// The provider's poll interval in milliseconds: how soon outside
-    /// changes show.
-    #[arg(long, default_value_t = 2000)]
-    poll_interval_ms: u64,
-    /// Play the stories on a system that runs already (docker-compose.yml's
-    /// services) instead of starting one; exits after the stories. Needs
-    /// the five flags below.
-    #[arg(long)]
-    existing: bool,
-    /// Run the provider as the package's pods on a real node here (a
-    /// kubelet over this machine's Docker engine), installed as Crossplane
-    /// installs a provider, instead of as a process. Needs root, a Docker
-    /// engine with cgroup v1 and the project's images (made if missing).
+struct Cli {
+    #[command(flatten)]
+    args: Args,
     #[cfg(feature = "node")]
-    #[arg(long, conflicts_with_all = ["existing", "provider_bin"])]
-    on_node: bool,
-    /// With --existing: an admin kubeconfig of the cluster.
-    #[arg(long, env = "DEMO_KUBECONFIG")]
-    kubeconfig: Option<PathBuf>,
-    /// With --existing: fakecloud's URL, as the provider reaches it.
-    #[arg(long, env = "DEMO_CLOUD_URL")]
-    cloud_url: Option<String>,
-    /// With --existing: an API key of fakecloud (for the credentials Secret).
-    #[arg(long, env = "DEMO_API_KEY", hide_env_values = true)]
-    api_key: Option<String>,
-    /// With --existing: fakecloud's admin token (to read its audit log).
-    #[arg(long, env = "DEMO_ADMIN_TOKEN", hide_env_values = true)]
-    admin_token: Option<String>,
-    /// With --existing: the provider's metrics address, host:port.
-    #[arg(long, env = "DEMO_PROVIDER_METRICS")]
-    provider_metrics: Option<String>,
-    /// With --existing: the kubeconfig path a user on the host uses, for
-    /// the closing hints.
-    #[arg(long, env = "DEMO_HOST_KUBECONFIG")]
-    host_kubeconfig: Option<String>,
-    /// With --existing: fakecloud's URL from the host, for the closing hints.
-    #[arg(long, env = "DEMO_HOST_CLOUD_URL")]
-    host_cloud_url: Option<String>,
-    /// Milliseconds already spent before this process started (set by
-    /// `scripts/demo` for its provisioning and build), so progress lines
-    /// show the time since the command was typed.
-    #[arg(long, default_value_t = 0, hide = true)]
-    clock_offset_ms: u64,
+    #[command(flatten)]
+    node: NodeArgs,
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args = Args::parse();
+    let cli = Cli::parse();
+    let args = cli.args;
     let progress = Progress::started_ago(Duration::from_millis(args.clock_offset_ms));
     let run_dir = match RunDir::create() {
         Ok(dir) => dir,
@@ -106,7 +62,7 @@ async fn main() -> ExitCode {
         }
         match args.provider_bin.clone() {
             #[cfg(feature = "node")]
-            _ if args.on_node => Target::Node,
+            _ if cli.node.on_node => Target::Node,
             Some(provider_bin) => Target::Local { provider_bin },
             None => match beside_this_binary("provider") {
                 Ok(provider_bin) => Target::Local { provider_bin },

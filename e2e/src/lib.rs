@@ -46,6 +46,7 @@ mod pki;
 pub mod process;
 pub mod provider_process;
 mod readyz;
+pub mod reference;
 pub mod scenarios;
 pub mod scope;
 pub mod world;

@@ -15,6 +15,8 @@ mod api;
 #[cfg(feature = "server")]
 mod audit;
 #[cfg(feature = "server")]
+pub mod cli;
+#[cfg(feature = "server")]
 mod clock;
 #[cfg(feature = "server")]
 mod console;
@@ -75,6 +77,8 @@ pub use db::IN_MEMORY;
 pub use error::Error;
 #[cfg(feature = "server")]
 pub use jsonl::FileError;
+#[cfg(feature = "server")]
+pub use metrics::metric_families;
 #[cfg(feature = "server")]
 pub use openapi::ApiDoc;
 #[cfg(feature = "server")]

@@ -98,8 +98,7 @@ pub struct Config {
     #[arg(long, env = "PROVIDER_LEADER_ELECTION", default_value_t = false, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub leader_election: bool,
 
-    /// Share the work between replicas (see the README's "Replicas share
-    /// the work"): each replica holds a Lease of its own and reconciles only
+    /// Share the work between replicas (see docs/operating/sharding.md): each replica holds a Lease of its own and reconciles only
     /// the managed and query resources labelled
     /// `fakecloud.crossplane.io/shard=<its identity>`; the holder of the
     /// leader Lease assigns them and runs the ProviderConfig controllers.
