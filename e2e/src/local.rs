@@ -160,7 +160,7 @@ impl LocalControlPlane {
                 "--allow-privileged=true".to_owned(),
                 // Off unless asked for: `E2E_APISERVER_PROFILING=1` serves
                 // Go's /debug/pprof, to see where the API server's CPU goes
-                // under a benchmark (README, "What it costs the API server").
+                // under a benchmark (docs/operating/api-server-cost.md).
                 format!(
                     "--profiling={}",
                     std::env::var_os("E2E_APISERVER_PROFILING").is_some_and(|v| v == "1")

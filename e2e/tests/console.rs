@@ -13,7 +13,7 @@
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (scripts/setup test);
 //! without them the test fails, saying so. With `CONSOLE_SCREENSHOTS=1` it
-//! writes the README's screenshots to `docs/console/`.
+//! writes the documentation's screenshots to `docs/console/`.
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -270,7 +270,7 @@ async fn rows(browser: &Browser, table: &str) -> Result<Vec<Vec<String>>> {
     Ok(serde_json::from_value(run(browser, &script).await?)?)
 }
 
-/// Where screenshots go: the README's folder when asked for, else a
+/// Where screenshots go: the documentation's folder when asked for, else a
 /// temporary one.
 fn screenshot_dir() -> PathBuf {
     if std::env::var("CONSOLE_SCREENSHOTS").is_ok_and(|v| v == "1") {

@@ -732,8 +732,8 @@ async fn the_provider_needs_no_more_than_crossplane_grants_a_safe_start_provider
 -> anyhow::Result<()> {
     let role = e2e::grants::crossplane_safe_start_role()?;
     // A fresh install: Crossplane's grant has no CRD status patch, which
-    // the storage migration after an upgrade needs (README, "Two
-    // versions": an administrator grants it or patches storedVersions).
+    // the storage migration after an upgrade needs (docs/concepts/scopes-and-versions.md,
+    // "Storage migration": an administrator grants it or patches storedVersions).
     let (world, used) = lifecycle_under(&role, false).await?;
     assert!(!used.is_empty(), "the provider made requests");
     let denied: Vec<_> = used.iter().filter(|p| !allows(&role, p)).collect();

@@ -541,8 +541,7 @@ async fn a_fourth_replica_joins_under_load_and_a_third_of_the_objects_at_most_mo
 /// step); all become Ready, each created once, and every replica called
 /// the account. The share of calls answered 429 is printed, not held to
 /// one provider's 10 %: three replicas each learning the account's limit
-/// on their own were refused 9.0 to 12.3 % of their calls (README,
-/// "Replicas share the work").
+/// on their own were refused 9.0 to 12.3 % of their calls (docs/operating/sharding.md).
 #[tokio::test]
 async fn three_replicas_on_one_throttled_account_create_each_vpc_once() -> anyhow::Result<()> {
     e2e::init_tracing();

@@ -43,7 +43,7 @@
 //! nothing to reconcile), peak RSS up to all Ready and in the steady state,
 //! and the steady state's CPU per minute and share of one core.
 //!
-//! The 10,000-VPC run the README gives:
+//! The 10,000-VPC run docs/benchmarks.md gives:
 //! `scripts/bench-provider --count 10000 --start before --no-floor --steady 2m`
 
 use std::collections::BTreeMap;

@@ -8,7 +8,7 @@
 //! For each run it prints the time to all Ready, each process's peak RSS
 //! (sampled from `/proc` once a second), each replica's share of the
 //! objects, the cloud's VPC count (which must be exactly N) and the API
-//! server's 5xx answers; then the ratios the README quotes: the replicas'
+//! server's 5xx answers; then the ratios docs/operating/sharding.md quotes: the replicas'
 //! time to the single provider's, and each replica's peak RSS to the
 //! single provider's. `--only-sharded` skips the single run (the one-off
 //! 100,000-VPC run).
