@@ -537,11 +537,11 @@ async fn a_fourth_replica_joins_under_load_and_a_third_of_the_objects_at_most_mo
 
 /// Three replicas on one account throttled to 5 calls a second (burst 5),
 /// 60 VPCs spread over them: each replica paces its own calls by what the
-/// account answers it (its rate growing by a third of one provider's
-/// step); all become Ready, each created once, and every replica called
-/// the account. The share of calls answered 429 is printed, not held to
-/// one provider's 10 %: three replicas each learning the account's limit
-/// on their own were refused 9.0 to 12.3 % of their calls (docs/operating/sharding.md).
+/// account answers it (its rate growing by a ninth of one provider's
+/// step); all become Ready, each created once, every replica called the
+/// account, and at most 10 % of the calls were answered 429, the pacing
+/// target of one provider (3.8 to 6.4 % measured over five runs; growing by
+/// a third of the step, 9.0 to 12.3 %: docs/operating/sharding.md).
 #[tokio::test]
 async fn three_replicas_on_one_throttled_account_create_each_vpc_once() -> anyhow::Result<()> {
     e2e::init_tracing();
@@ -602,6 +602,11 @@ async fn three_replicas_on_one_throttled_account_create_each_vpc_once() -> anyho
         all.iter().all(|v| !owner_of(v).is_empty()),
         "every VPC has an owner: {:?}",
         owners(&all)
+    );
+    ensure!(
+        share <= 10.0,
+        "at most 10 % of the calls answered 429, not {share:.1} % ({refused} of {})",
+        calls.len()
     );
     world.shutdown().await;
     Ok(())

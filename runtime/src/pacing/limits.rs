@@ -133,7 +133,8 @@ pub struct Limits {
     recent_latency: Option<f64>,
     long_term_latency: Option<f64>,
     /// Processes that call this server with their own limits (replicas
-    /// sharing the work): each grows its rate by this share of the step.
+    /// sharing the work): each grows its rate by one over its square of
+    /// the step ([`Limits::share`]).
     sharers: f64,
     /// Whether any answer came yet.
     answered: bool,
@@ -166,12 +167,17 @@ impl Limits {
     /// Says how many processes call this server, each with limits of its
     /// own learnt from its own answers: the replicas that share the work,
     /// whose objects (spread by a hash of their keys) use every account.
-    /// Each grows its rate by `1 / sharers` of the step, so that together
-    /// they probe the server's quota as fast as one process does. Growing
-    /// at the full step each, three replicas on an account of 5 calls a
-    /// second met its limit three times as often, and 21.6 % of their calls
-    /// were refused against one process's 3 to 6 %. (A cut is each one's
-    /// own: it follows what the server accepted from that process.)
+    /// Each grows its rate by `1 / sharers²` of the step. A refusal
+    /// reaches the replica whose call overran the quota, and its cut (to
+    /// 70 % of its own rate, about `1 / sharers` of the total) takes only
+    /// `0.3 / sharers` off what they send together, where one process's
+    /// cut takes 0.3. Growing together at one process's step, N replicas
+    /// would overrun the quota N times as often: three on an account of 5
+    /// calls a second had 9.0 to 12.3 % of their calls refused, against
+    /// one process's 3 to 6 % (21.6 % at the full step each). At a step
+    /// N times smaller again, the total climbs back from its smaller cut
+    /// in the time one process takes from its larger one, so they meet
+    /// the quota as often as one process does, and run closer under it.
     /// Before its first answer, a server's calls in flight start at
     /// their share of [`INITIAL_IN_FLIGHT`] too (at least one): three
     /// replicas' first calls all at once were twelve against an account
@@ -361,7 +367,7 @@ impl Limits {
             1.0 / self.in_flight
         };
         self.in_flight = (self.in_flight + step).min(ceilings.in_flight as f64);
-        let step = (self.rate * RATE_STEP).max(RATE_STEP_MIN) / self.sharers;
+        let step = (self.rate * RATE_STEP).max(RATE_STEP_MIN) / (self.sharers * self.sharers);
         self.rate = (self.rate + step * elapsed.as_secs_f64()).min(ceilings.rate);
     }
 }
@@ -587,14 +593,15 @@ mod tests {
         let cut = start + MS;
         limits.learn(throttled(1), cut, MS, true, cut);
         assert_eq!(limits.rate(), RATE_FLOOR);
-        // Ten seconds of answers to callers who waited: a third of +0.2/s
-        // a second, so three such replicas grow as one process does.
+        // Ten seconds of answers to callers who waited: a ninth of +0.2/s
+        // a second, so three such replicas together grow a third as fast
+        // as one process, as each of their cuts is a third of its.
         for i in 1..=100 {
             let now = cut + Duration::from_millis(100 * i);
             limits.learn(Answer::Good, now, MS, true, now);
         }
         let grown = limits.rate() - RATE_FLOOR;
-        assert!((grown - 2.0 / 3.0).abs() < 0.01, "{grown}");
+        assert!((grown - 2.0 / 9.0).abs() < 0.01, "{grown}");
     }
 
     #[test]
