@@ -455,6 +455,102 @@ async fn three_replicas_share_the_work_and_survive_a_kill_and_a_freeze() -> anyh
     Ok(())
 }
 
+/// The leader killed with SIGKILL: another replica takes the leader Lease
+/// once it expires, and with it the assignment. The dead leader's objects
+/// move to the survivors, and a tag change made to each right after the
+/// kill reaches the cloud within the lease duration plus 10 s, once, by a
+/// survivor; a VPC applied after the kill, which only a leader labels,
+/// gets an owner and becomes Ready in the same time; nothing is created
+/// twice.
+#[tokio::test]
+async fn the_leader_killed_its_objects_and_new_ones_are_taken_within_the_lease_duration()
+-> anyhow::Result<()> {
+    e2e::init_tracing();
+    const COUNT: usize = 90;
+    let (world, mut replicas) = three_replicas().await?;
+    apply_vpcs(&world, names(0..COUNT)).await?;
+    let all = wait_all(&world, COUNT, "Ready", is_ready, &replicas).await?;
+    let victim = leader(&world).await?;
+    let theirs: Vec<Vpc> = all
+        .iter()
+        .filter(|v| owner_of(v) == victim)
+        .cloned()
+        .collect();
+    ensure!(!theirs.is_empty(), "the leader {victim} owns nothing");
+
+    let mark = world.audit_mark().await?;
+    replicas.get(&victim).signal(Signal::KILL)?;
+    let killed = Instant::now();
+    tag_all(&world, &theirs.iter().collect::<Vec<_>>(), "after-kill").await?;
+    apply_vpcs(&world, names(COUNT..COUNT + 1)).await?;
+    let newcomer = |v: &Vpc| v.name_any() == format!("vpc-{COUNT}");
+    let deadline = LEASE_DURATION + Duration::from_secs(10);
+    loop {
+        let now = vpcs(&world).await?;
+        let done = now
+            .iter()
+            .filter(|v| theirs.iter().any(|t| t.uid() == v.uid()))
+            .filter(|v| tagged("after-kill")(v))
+            .count();
+        let new_ready = now.iter().any(|v| newcomer(v) && is_ready(v));
+        if done == theirs.len() && new_ready {
+            break;
+        }
+        ensure!(
+            killed.elapsed() < deadline,
+            "{done} of {} of the dead leader's VPCs updated, the new VPC {}, {:?} after the kill\n{}",
+            theirs.len(),
+            if new_ready { "Ready" } else { "not Ready" },
+            killed.elapsed(),
+            replicas.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let took_over = killed.elapsed();
+    let successor = leader(&world).await?;
+    eprintln!(
+        "the dead leader's {} VPCs updated, and a new VPC Ready, {took_over:?} after the kill; \
+         {successor} leads now",
+        theirs.len()
+    );
+    ensure!(
+        successor != victim,
+        "the dead replica still holds the leader Lease"
+    );
+    let after_kill = mutations(&world, mark).await?;
+    ensure!(
+        after_kill
+            .iter()
+            .all(|e| identity_in(e).as_deref() != Some(victim.as_str())),
+        "the killed leader made calls after the kill"
+    );
+    let updates = after_kill.iter().filter(|e| e.method != "POST").count();
+    let creates = after_kill.iter().filter(|e| e.method == "POST").count();
+    ensure!(
+        updates == theirs.len() && creates == 1,
+        "{updates} updates for {} tag changes and {creates} creates for one new VPC",
+        theirs.len()
+    );
+    for (vpc, writers) in writers_by_vpc(&after_kill) {
+        ensure!(writers.len() == 1, "{vpc} mutated by {writers:?}");
+    }
+    let now = vpcs(&world).await?;
+    ensure!(
+        now.iter()
+            .all(|v| owner_of(v) != victim && !owner_of(v).is_empty()),
+        "every VPC owned by a survivor: {:?}",
+        owners(&now)
+    );
+    ensure!(
+        cloud_vpcs(&world).await? == COUNT + 1,
+        "exactly {} cloud VPCs after the takeover",
+        COUNT + 1
+    );
+    replicas.running.remove(&victim);
+    world.shutdown().await;
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_fourth_replica_joins_under_load_and_a_third_of_the_objects_at_most_move()
 -> anyhow::Result<()> {
