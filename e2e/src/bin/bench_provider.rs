@@ -225,6 +225,9 @@ struct Counters {
     conflicts: f64,
     cloud_calls: f64,
     writes: f64,
+    /// Every series of the writes and reconciles, by its labels: what a
+    /// write in the steady state was, should one be made.
+    series: BTreeMap<String, f64>,
 }
 
 impl Counters {
@@ -245,8 +248,38 @@ impl Counters {
             ),
             cloud_calls: total("provider_cloud_calls_total"),
             writes: total("provider_kube_writes_total"),
+            series: ["provider_kube_writes_total", "provider_reconciles_total"]
+                .iter()
+                .flat_map(|family| series(&text, family))
+                .collect(),
         })
     }
+
+    /// The series that moved since `before`, with how much.
+    fn moved_since(&self, before: &Counters) -> Vec<String> {
+        self.series
+            .iter()
+            .filter_map(|(series, now)| {
+                let delta = now - before.series.get(series).copied().unwrap_or(0.0);
+                (delta != 0.0).then(|| format!("{series} +{delta}"))
+            })
+            .collect()
+    }
+}
+
+/// The samples of `family` in a text exposition, by series (name and
+/// labels).
+fn series(text: &str, family: &str) -> Vec<(String, f64)> {
+    text.lines()
+        .filter(|line| {
+            line.strip_prefix(family)
+                .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
+        })
+        .filter_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            Some((series.to_owned(), value.parse().ok()?))
+        })
+        .collect()
 }
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -541,7 +574,8 @@ async fn main() -> anyhow::Result<()> {
     }
     anyhow::ensure!(
         steady_writes == 0.0,
-        "{steady_writes} API writes in the steady state"
+        "{steady_writes} API writes in the steady state: {:?}",
+        steady_counters.moved_since(&counters)
     );
     if let Some(burst) = burst {
         for (kind, count) in burst.in_cloud {

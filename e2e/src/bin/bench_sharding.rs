@@ -231,14 +231,25 @@ async fn apply(world: &World, count: usize, clients: usize) -> anyhow::Result<()
     Ok(())
 }
 
-/// Resolves once `count` VPCs have been Ready, from one watch.
+/// Resolves once `count` VPCs have been Ready, from one watch. A watch
+/// error is not the end: the watcher lists again after its backoff, as
+/// the provider's do. At 100,000 VPCs on a busy API server, the first
+/// paged list outlived etcd's compaction, and its next page was refused
+/// with 410 Expired.
 async fn all_ready(kube: kube::Client, count: usize) -> anyhow::Result<()> {
     let mut ready = HashSet::new();
     let events = watcher(Api::<Vpc>::all(kube), watcher::Config::default())
         .default_backoff()
         .applied_objects();
     tokio::pin!(events);
-    while let Some(vpc) = events.try_next().await? {
+    while let Some(event) = events.next().await {
+        let vpc = match event {
+            Ok(vpc) => vpc,
+            Err(error) => {
+                eprintln!("the benchmark's watch of VPCs failed, listing again: {error}");
+                continue;
+            }
+        };
         if is_ready(&vpc) {
             ready.insert(vpc.uid().unwrap_or_default());
             if ready.len() >= count {
