@@ -376,9 +376,10 @@ fn existing_files(
 }
 
 /// Writes `files` under `root` and removes the files ending in
-/// `.{extension}` in `dirs` that are not among them. Shared by the package
-/// and the API reference ([`crate::reference::write`]).
-pub(crate) fn write_files(
+/// `.{extension}` in `dirs` that are not among them. Shared by the package,
+/// the API reference ([`crate::reference::write`]) and the e2e crate's
+/// flags and metrics pages.
+pub fn write_files(
     root: &Path,
     files: Vec<GeneratedFile>,
     dirs: &[&str],
@@ -416,7 +417,7 @@ pub(crate) fn write_files(
 /// The paths, relative to `root`, of `files` that differ from or are
 /// missing under `root`, then of the files ending in `.{extension}` in
 /// `dirs` that are not among `files`.
-pub(crate) fn stale_among(
+pub fn stale_among(
     root: &Path,
     files: Vec<GeneratedFile>,
     dirs: &[&str],

@@ -12,8 +12,9 @@
 //! (`demo_cli`).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
 use std::path::{Path, PathBuf};
+
+use apis::generate::{GenerateError, GeneratedFile, stale_among, write_files};
 
 use clap::{Arg, Args as _, Command, CommandFactory};
 
@@ -25,27 +26,14 @@ mod demo_cli;
 /// The command that regenerates the pages, as their headers state it.
 pub const REGENERATE_COMMAND: &str = "cargo run -p e2e --bin reference-docs";
 
+/// The folder of both pages, relative to the workspace root.
+const PAGES_DIR: &str = "docs/reference";
+
 /// The flags page, relative to the workspace root.
 pub const FLAGS_PAGE: &str = "docs/reference/flags.md";
 
 /// The metrics page, relative to the workspace root.
 pub const METRICS_PAGE: &str = "docs/reference/metrics.md";
-
-/// Why the pages could not be written or compared.
-#[derive(Debug, thiserror::Error)]
-pub enum ReferenceError {
-    /// A file or folder could not be read or written.
-    #[error("cannot {action} {path}")]
-    Io {
-        /// What was attempted.
-        action: &'static str,
-        /// The path it was attempted on.
-        path: PathBuf,
-        /// The operating system's error.
-        #[source]
-        source: std::io::Error,
-    },
-}
 
 /// The workspace root (this crate's parent folder), where the pages live.
 pub fn workspace_root() -> PathBuf {
@@ -401,50 +389,26 @@ pub fn metrics_page() -> String {
 }
 
 /// Every page, relative to the workspace root, and its contents.
-fn pages() -> [(&'static str, String); 2] {
+fn pages() -> Vec<GeneratedFile> {
     [(FLAGS_PAGE, flags_page()), (METRICS_PAGE, metrics_page())]
+        .into_iter()
+        .map(|(path, contents)| GeneratedFile {
+            path: path.into(),
+            contents,
+        })
+        .collect()
 }
 
-/// Writes every page under `root`. Returns the files written.
-pub fn write(root: &Path) -> Result<Vec<PathBuf>, ReferenceError> {
-    let mut written = Vec::new();
-    for (page, contents) in pages() {
-        let path = root.join(page);
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).map_err(|source| ReferenceError::Io {
-                action: "create",
-                path: dir.to_owned(),
-                source,
-            })?;
-        }
-        fs::write(&path, contents).map_err(|source| ReferenceError::Io {
-            action: "write",
-            path: path.clone(),
-            source,
-        })?;
-        written.push(path);
-    }
-    Ok(written)
+/// Writes every page under `root`, and removes any other Markdown file
+/// beside them, as the API reference's generation does. Returns the files
+/// written.
+pub fn write(root: &Path) -> Result<Vec<PathBuf>, GenerateError> {
+    write_files(root, pages(), &[PAGES_DIR], "md")
 }
 
 /// The pages under `root` that differ from what [`write`] would write now
-/// (changed or missing), relative to `root`. Empty when they are current.
-pub fn stale_files(root: &Path) -> Result<Vec<PathBuf>, ReferenceError> {
-    let mut stale = Vec::new();
-    for (page, contents) in pages() {
-        let path = root.join(page);
-        match fs::read_to_string(&path) {
-            Ok(text) if text == contents => {}
-            Ok(_) => stale.push(PathBuf::from(page)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => stale.push(PathBuf::from(page)),
-            Err(source) => {
-                return Err(ReferenceError::Io {
-                    action: "read",
-                    path,
-                    source,
-                });
-            }
-        }
-    }
-    Ok(stale)
+/// (changed, missing, or no longer generated), relative to `root`. Empty
+/// when they are current.
+pub fn stale_files(root: &Path) -> Result<Vec<PathBuf>, GenerateError> {
+    stale_among(root, pages(), &[PAGES_DIR], "md")
 }

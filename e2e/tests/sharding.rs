@@ -144,6 +144,23 @@ fn owner_of(vpc: &Vpc) -> String {
     vpc.labels().get(LABEL).cloned().unwrap_or_default()
 }
 
+/// The VPCs of `vpcs` labelled `identity`'s.
+fn owned_by(vpcs: &[Vpc], identity: &str) -> Vec<Vpc> {
+    vpcs.iter()
+        .filter(|v| owner_of(v) == identity)
+        .cloned()
+        .collect()
+}
+
+/// How many of `theirs`, as found in `now`, carry the tag `value` and are
+/// Ready.
+fn tagged_among(now: &[Vpc], theirs: &[Vpc], value: &'static str) -> usize {
+    now.iter()
+        .filter(|v| theirs.iter().any(|t| t.uid() == v.uid()))
+        .filter(|v| tagged(value)(v))
+        .count()
+}
+
 async fn wait_all(
     world: &World,
     count: usize,
@@ -312,11 +329,7 @@ async fn three_replicas_share_the_work_and_survive_a_kill_and_a_freeze() -> anyh
         .find(|id| **id != leader)
         .cloned()
         .context("a non-leader")?;
-    let theirs: Vec<Vpc> = all
-        .iter()
-        .filter(|v| owner_of(v) == victim)
-        .cloned()
-        .collect();
+    let theirs: Vec<Vpc> = owned_by(&all, &victim);
     replicas.get(&victim).signal(Signal::KILL)?;
     let killed = Instant::now();
     let mark = world.audit_mark().await?;
@@ -324,11 +337,7 @@ async fn three_replicas_share_the_work_and_survive_a_kill_and_a_freeze() -> anyh
     let deadline = LEASE_DURATION + Duration::from_secs(10);
     loop {
         let now = vpcs(&world).await?;
-        let done = now
-            .iter()
-            .filter(|v| theirs.iter().any(|t| t.uid() == v.uid()))
-            .filter(|v| tagged("after-kill")(v))
-            .count();
+        let done = tagged_among(&now, &theirs, "after-kill");
         if done == theirs.len() {
             break;
         }
@@ -374,11 +383,7 @@ async fn three_replicas_share_the_work_and_survive_a_kill_and_a_freeze() -> anyh
         .cloned()
         .context("a replica to freeze")?;
     let all = vpcs(&world).await?;
-    let theirs: Vec<Vpc> = all
-        .iter()
-        .filter(|v| owner_of(v) == frozen)
-        .cloned()
-        .collect();
+    let theirs: Vec<Vpc> = owned_by(&all, &frozen);
     ensure!(!theirs.is_empty(), "{frozen} owns nothing to move");
     let mark = world.audit_mark().await?;
     replicas.get(&frozen).signal(Signal::STOP)?;
@@ -471,11 +476,7 @@ async fn the_leader_killed_its_objects_and_new_ones_are_taken_within_the_lease_d
     apply_vpcs(&world, names(0..COUNT)).await?;
     let all = wait_all(&world, COUNT, "Ready", is_ready, &replicas).await?;
     let victim = leader(&world).await?;
-    let theirs: Vec<Vpc> = all
-        .iter()
-        .filter(|v| owner_of(v) == victim)
-        .cloned()
-        .collect();
+    let theirs: Vec<Vpc> = owned_by(&all, &victim);
     ensure!(!theirs.is_empty(), "the leader {victim} owns nothing");
 
     let mark = world.audit_mark().await?;
@@ -487,11 +488,7 @@ async fn the_leader_killed_its_objects_and_new_ones_are_taken_within_the_lease_d
     let deadline = LEASE_DURATION + Duration::from_secs(10);
     loop {
         let now = vpcs(&world).await?;
-        let done = now
-            .iter()
-            .filter(|v| theirs.iter().any(|t| t.uid() == v.uid()))
-            .filter(|v| tagged("after-kill")(v))
-            .count();
+        let done = tagged_among(&now, &theirs, "after-kill");
         let new_ready = now.iter().any(|v| newcomer(v) && is_ready(v));
         if done == theirs.len() && new_ready {
             break;

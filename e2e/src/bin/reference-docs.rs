@@ -4,29 +4,14 @@
 //! instead of this repository.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
-fn main() -> ExitCode {
+fn main() -> anyhow::Result<()> {
     let root = std::env::args_os()
         .nth(1)
         .map(PathBuf::from)
         .unwrap_or_else(e2e::reference::workspace_root);
-    match e2e::reference::write(&root) {
-        Ok(written) => {
-            for path in written {
-                println!("wrote {}", path.display());
-            }
-            ExitCode::SUCCESS
-        }
-        Err(error) => {
-            let mut message = error.to_string();
-            let mut source = std::error::Error::source(&error);
-            while let Some(cause) = source {
-                message.push_str(&format!(": {cause}"));
-                source = cause.source();
-            }
-            eprintln!("reference-docs: {message}");
-            ExitCode::FAILURE
-        }
+    for path in e2e::reference::write(&root)? {
+        println!("wrote {}", path.display());
     }
+    Ok(())
 }
