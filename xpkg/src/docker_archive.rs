@@ -46,12 +46,19 @@ pub struct ArchiveImage {
 
 /// Saves a local Docker image with `docker save` and reads it.
 pub fn docker_save(image: &str) -> Result<ArchiveImage> {
+    let mut docker = Command::new("docker");
+    docker.args(["save", image]);
+    save_with(docker, image)
+}
+
+/// Runs `command`, which writes `image` as a docker archive to its standard
+/// output, and reads that archive.
+fn save_with(mut command: Command, image: &str) -> Result<ArchiveImage> {
     let save_error = |reason: String| XpkgError::DockerSave {
         image: image.to_owned(),
         reason,
     };
-    let mut child = Command::new("docker")
-        .args(["save", image])
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -60,11 +67,17 @@ pub fn docker_save(image: &str) -> Result<ArchiveImage> {
                 "cannot run docker (is the Docker CLI installed?): {e}"
             ))
         })?;
-    let stdout = child
+    let mut stdout = child
         .stdout
         .take()
         .ok_or_else(|| save_error("no stdout from docker save".to_owned()))?;
-    let read = read_archive(stdout, &format!("docker save {image}"));
+    let read = read_archive(&mut stdout, &format!("docker save {image}"));
+    // The tar reader stops at the archive's first end block, so docker may
+    // still be writing the rest (the second end block, padding). Closing the
+    // pipe now would kill it with SIGPIPE and fail a good save: drain it.
+    std::io::copy(&mut stdout, &mut std::io::sink())
+        .map_err(|e| save_error(format!("reading the end of docker's output: {e}")))?;
+    drop(stdout);
     let output = child
         .wait_with_output()
         .map_err(|e| save_error(format!("waiting for docker: {e}")))?;
@@ -283,4 +296,65 @@ pub fn write_archive(
         .into_inner()
         .map_err(|e| XpkgError::io(format!("finishing {what}"), e))?;
     std::io::Write::flush(&mut writer).map_err(|e| XpkgError::io(format!("writing {what}"), e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layer::{LayerFile, reproducible_tar};
+
+    /// A one-layer image written as a docker archive at `path`.
+    fn archive(path: &Path) -> Layer {
+        let files = [LayerFile {
+            path: "bin/provider",
+            contents: b"#!",
+        }];
+        let layer = Layer::from_tar(&reproducible_tar(&files).unwrap(), "base").unwrap();
+        let config = format!(
+            r#"{{"architecture":"amd64","os":"linux","rootfs":{{"type":"layers","diff_ids":["sha256:{}"]}}}}"#,
+            layer.diff_id
+        );
+        write_archive(path, config.as_bytes(), std::slice::from_ref(&layer), "x:1").unwrap();
+        layer
+    }
+
+    /// `sh -c script` with the archive at `path` as `$1`.
+    fn shell(script: &str, path: &Path) -> Command {
+        let mut command = Command::new("sh");
+        command.args(["-c", script, "sh"]).arg(path);
+        command
+    }
+
+    #[test]
+    fn a_save_still_writing_after_the_end_block_is_read_whole_and_succeeds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("image.tar");
+        let layer = archive(&path);
+        // As docker can: the archive, then a pause, then more end blocks.
+        // Closing the pipe before they are written kills the writer.
+        let late_padding = "cat \"$1\"; sleep 0.3; head -c 10240 /dev/zero";
+        let image = save_with(shell(late_padding, &path), "x:1").unwrap();
+        assert_eq!(image.layers.len(), 1);
+        assert_eq!(image.layers[0].diff_id, layer.diff_id);
+    }
+
+    #[test]
+    fn a_failed_save_names_the_image_and_docker_s_message_and_bad_output_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("image.tar");
+        archive(&path);
+        let missing = "echo 'Error: No such image: x:1' >&2; exit 1";
+        let message = save_with(shell(missing, &path), "x:1")
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("x:1"), "{message}");
+        assert!(message.contains("No such image"), "{message}");
+        assert!(message.contains("scripts/images"), "{message}");
+
+        let not_a_tar = save_with(shell("echo hello", &path), "x:1").unwrap_err();
+        assert!(
+            not_a_tar.to_string().contains("docker save x:1"),
+            "{not_a_tar}"
+        );
+    }
 }
