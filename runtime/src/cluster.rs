@@ -22,9 +22,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::{StreamExt, future};
-use kube::api::{
-    ApiResource, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams, PostParams, Resource,
-};
+use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams, Resource};
 use kube::core::Status;
 use kube::runtime::reflector::{ObjectRef, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -34,11 +32,13 @@ use serde_json::Value;
 use tokio::task::AbortHandle;
 
 mod guard;
+mod labels;
 mod listed;
 #[cfg(any(test, feature = "testing"))]
 pub(crate) mod memory;
 
 pub use guard::Guard;
+use labels::LabelCache;
 pub(crate) use listed::Listed;
 
 /// Where an object lives: its API resource (group, version, kind and plural)
@@ -179,45 +179,19 @@ pub struct KubeCluster {
 /// fails: the provider cannot list or watch what it reads.
 const CACHE_SYNC: Duration = Duration::from_secs(10);
 
-/// What one watch cache covers: a resource, for a namespaced object its
-/// namespace and name, and what it keeps.
-type CacheKey = (String, String, Option<String>, Option<String>, Keep);
+/// What one object cache covers: a resource, and for a namespaced object
+/// its namespace and name.
+type CacheKey = (String, String, Option<String>, Option<String>);
 
-/// What a watch cache keeps of each object.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Keep {
-    /// The object, less its `managedFields`: for [`Cluster::get_watched`].
-    Object,
-    /// Its name, namespace and labels alone: for [`Cluster::count_watched`]
-    /// and [`Cluster::labels_watched`], which read labels and nothing
-    /// else. A ProviderConfigUsage is mostly its spec (which resource uses
-    /// which config); at 10,000 resources that is 10,000 specs the
-    /// provider would hold for nothing.
-    Labels,
-}
-
-/// `object` with only what a [`Keep::Labels`] cache needs: its identity
-/// (name, namespace, uid, resourceVersion, for the cache's bookkeeping)
-/// and its labels.
-fn labels_only(object: &mut DynamicObject) {
-    let meta = std::mem::take(&mut object.metadata);
-    object.metadata = ObjectMeta {
-        name: meta.name,
-        namespace: meta.namespace,
-        uid: meta.uid,
-        resource_version: meta.resource_version,
-        labels: meta.labels,
-        ..ObjectMeta::default()
-    };
-    object.data = Value::Object(serde_json::Map::new());
-}
-
-/// The watch caches behind [`Cluster::get_watched`],
-/// [`Cluster::count_watched`] and [`Cluster::labels_watched`], started on
+/// The watch caches behind [`Cluster::get_watched`] (objects, less their
+/// `managedFields`), [`Cluster::count_watched`] and
+/// [`Cluster::labels_watched`] (the labels of a whole resource), started on
 /// first use and stopped with the last clone of the [`KubeCluster`].
 #[derive(Default)]
 struct Caches {
     stores: Mutex<HashMap<CacheKey, (Store<DynamicObject>, Listed)>>,
+    /// By api version and kind.
+    labels: Mutex<HashMap<(String, String), LabelCache>>,
     watches: Mutex<Vec<AbortHandle>>,
 }
 
@@ -241,16 +215,15 @@ impl KubeCluster {
         }
     }
 
-    /// The watch cache that holds `key`, keeping `keep` of each object,
-    /// started when there is none yet, and its first listing.
-    fn store(&self, key: &ObjectKey, keep: Keep) -> (Store<DynamicObject>, Listed) {
+    /// The watch cache that holds `key`, started when there is none yet,
+    /// and its first listing.
+    fn store(&self, key: &ObjectKey) -> (Store<DynamicObject>, Listed) {
         let name = key.namespace.as_ref().map(|_| key.name.clone());
         let cache: CacheKey = (
             key.resource.api_version.clone(),
             key.resource.kind.clone(),
             key.namespace.clone(),
             name.clone(),
-            keep,
         );
         let mut stores = self.caches.stores.lock().expect("cache lock poisoned");
         if let Some(cached) = stores.get(&cache) {
@@ -264,10 +237,7 @@ impl KubeCluster {
         }
         let watch = watcher(self.api(key), config)
             .default_backoff()
-            .modify(move |object: &mut DynamicObject| match keep {
-                Keep::Object => object.managed_fields_mut().clear(),
-                Keep::Labels => labels_only(object),
-            })
+            .modify(|object: &mut DynamicObject| object.managed_fields_mut().clear())
             .reflect(writer)
             .for_each(|_| future::ready(()));
         let task = tokio::spawn(watch);
@@ -283,22 +253,38 @@ impl KubeCluster {
 
     /// [`KubeCluster::store`], once it has listed: a 504 when it has not
     /// within [`CACHE_SYNC`].
-    async fn synced_store(
-        &self,
-        key: &ObjectKey,
-        keep: Keep,
-    ) -> Result<Store<DynamicObject>, kube::Error> {
-        let (store, listed) = self.store(key, keep);
+    async fn synced_store(&self, key: &ObjectKey) -> Result<Store<DynamicObject>, kube::Error> {
+        let (store, listed) = self.store(key);
         if !listed.within(CACHE_SYNC).await {
-            let message = format!(
-                "the watch of {} has not listed within {CACHE_SYNC:?}: can the provider list and watch them?",
-                key.resource.plural
-            );
-            return Err(kube::Error::Api(
-                Status::failure(&message, "Timeout").with_code(504).boxed(),
-            ));
+            return Err(not_listed(&key.resource));
         }
         Ok(store)
+    }
+
+    /// The labels of every object of `resource`, once listed (a 504 when
+    /// not within [`CACHE_SYNC`]); the watch starts on first use.
+    async fn synced_labels(&self, resource: &ApiResource) -> Result<LabelCache, kube::Error> {
+        let cache = {
+            let mut caches = self.caches.labels.lock().expect("cache lock poisoned");
+            let key = (resource.api_version.clone(), resource.kind.clone());
+            caches
+                .entry(key)
+                .or_insert_with(|| {
+                    let api = Api::all_with(self.client.clone(), resource);
+                    let (cache, task) = LabelCache::start(api);
+                    self.caches
+                        .watches
+                        .lock()
+                        .expect("cache lock poisoned")
+                        .push(task.abort_handle());
+                    cache
+                })
+                .clone()
+        };
+        if !cache.listed_within(CACHE_SYNC).await {
+            return Err(not_listed(resource));
+        }
+        Ok(cache)
     }
 
     fn api(&self, key: &ObjectKey) -> Api<DynamicObject> {
@@ -309,13 +295,13 @@ impl KubeCluster {
     }
 }
 
-/// The key of a cache of every object of `resource`, in every namespace.
-fn whole(resource: &ApiResource) -> ObjectKey {
-    ObjectKey {
-        resource: resource.clone(),
-        namespace: None,
-        name: String::new(),
-    }
+/// The answer to a read from a watch cache that has not listed in time.
+fn not_listed(resource: &ApiResource) -> kube::Error {
+    let message = format!(
+        "the watch of {} has not listed within {CACHE_SYNC:?}: can the provider list and watch them?",
+        resource.plural
+    );
+    kube::Error::Api(Status::failure(&message, "Timeout").with_code(504).boxed())
 }
 
 /// Where a watch cache keeps the object `key`.
@@ -351,7 +337,7 @@ impl Cluster for KubeCluster {
         key: &'a ObjectKey,
     ) -> BoxFuture<'a, Result<Option<Value>, kube::Error>> {
         Box::pin(async move {
-            let store = self.synced_store(key, Keep::Object).await?;
+            let store = self.synced_store(key).await?;
             store
                 .get(&object_ref(key))
                 .map(|object| json((*object).clone()))
@@ -364,11 +350,8 @@ impl Cluster for KubeCluster {
         key: &'a ObjectKey,
     ) -> BoxFuture<'a, Result<Option<BTreeMap<String, String>>, kube::Error>> {
         Box::pin(async move {
-            Ok(self
-                .synced_store(&whole(&key.resource), Keep::Labels)
-                .await?
-                .get(&object_ref(key))
-                .map(|object| object.labels().clone()))
+            let cache = self.synced_labels(&key.resource).await?;
+            Ok(cache.labels(key.namespace.as_deref(), &key.name))
         })
     }
 
@@ -379,14 +362,8 @@ impl Cluster for KubeCluster {
         labels: &'a str,
     ) -> BoxFuture<'a, Result<usize, kube::Error>> {
         Box::pin(async move {
-            Ok(self
-                .synced_store(&whole(resource), Keep::Labels)
-                .await?
-                .state()
-                .iter()
-                .filter(|object| namespace.is_none() || object.namespace().as_deref() == namespace)
-                .filter(|object| selector_matches(object.labels(), labels))
-                .count())
+            let cache = self.synced_labels(resource).await?;
+            Ok(cache.count(namespace, labels))
         })
     }
 
@@ -506,38 +483,6 @@ mod tests {
         assert!(!selector_matches(
             &labels,
             "example.crossplane.io/provider-config=defaul"
-        ));
-    }
-
-    #[test]
-    fn a_counting_cache_keeps_identity_and_labels_alone() {
-        let mut usage: DynamicObject = serde_json::from_value(serde_json::json!({
-            "apiVersion": "example.crossplane.io/v1alpha1",
-            "kind": "ProviderConfigUsage",
-            "metadata": {
-                "name": "u1", "uid": "abc", "resourceVersion": "7",
-                "labels": { "example.crossplane.io/provider-config": "default" },
-                "annotations": { "note": "x" },
-                "ownerReferences": [{ "apiVersion": "v1", "kind": "ConfigMap",
-                                      "name": "o", "uid": "u" }],
-            },
-            "providerConfigRef": { "name": "default" },
-            "resourceRef": { "apiVersion": "v1", "kind": "VPC", "name": "net" },
-        }))
-        .unwrap();
-        labels_only(&mut usage);
-        let kept = serde_json::to_value(&usage).unwrap();
-        assert_eq!(
-            kept["metadata"],
-            serde_json::json!({
-                "name": "u1", "uid": "abc", "resourceVersion": "7",
-                "labels": { "example.crossplane.io/provider-config": "default" },
-            })
-        );
-        assert!(kept.get("resourceRef").is_none(), "{kept}");
-        assert!(selector_matches(
-            usage.labels(),
-            "example.crossplane.io/provider-config=default"
         ));
     }
 }
