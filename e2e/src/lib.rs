@@ -21,6 +21,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod apiserver_metrics;
 pub mod assets;
 pub mod browser;
 mod cluster;

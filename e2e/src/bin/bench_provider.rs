@@ -53,6 +53,7 @@ use std::time::{Duration, Instant};
 
 use apis::kinds::{DatabaseInstance, ProviderConfig, Subnet, Vpc};
 use clap::{Parser, ValueEnum};
+use e2e::apiserver_metrics::{Request, Requests, apiserver_requests};
 use e2e::objects::Kind as ObjectKind;
 use e2e::provider_process::{ProviderProcess, Usage, usage_of};
 use e2e::world::{NAMESPACE, World, WorldOptions, is_ready};
@@ -807,14 +808,6 @@ fn ready_stream<K: ObjectKind + Send + Sync + 'static>(
         .boxed()
 }
 
-/// One `apiserver_request_total` series, by the labels the benchmark uses.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct Request {
-    verb: String,
-    code: String,
-    resource: String,
-}
-
 fn is_write(verb: &str) -> bool {
     matches!(
         verb,
@@ -860,40 +853,6 @@ fn is_providers(resource: &str) -> bool {
             | "secrets"
             | "events"
     )
-}
-
-type Requests = BTreeMap<Request, f64>;
-
-/// The API server's request counters, summed by verb, code and resource.
-async fn apiserver_requests(world: &World) -> anyhow::Result<Requests> {
-    let text = world
-        .kube()
-        .request_text(http::Request::get("/metrics").body(Vec::new())?)
-        .await?;
-    let mut out = BTreeMap::new();
-    for line in text
-        .lines()
-        .filter(|l| l.starts_with("apiserver_request_total{"))
-    {
-        let Some((labels, value)) = line.rsplit_once(' ') else {
-            continue;
-        };
-        let label = |name: &str| {
-            labels
-                .split(&format!("{name}=\""))
-                .nth(1)
-                .and_then(|rest| rest.split('"').next())
-                .unwrap_or_default()
-                .to_owned()
-        };
-        let key = Request {
-            verb: label("verb"),
-            code: label("code"),
-            resource: label("resource"),
-        };
-        *out.entry(key).or_default() += value.parse::<f64>().unwrap_or(0.0);
-    }
-    Ok(out)
 }
 
 /// Tasks issuing the floors' writes at once: many more than two cores

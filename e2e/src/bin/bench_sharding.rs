@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use apis::kinds::vpc::m::Vpc;
 use clap::Parser;
+use e2e::apiserver_metrics::{self, apiserver_requests};
 use e2e::provider_process::{ProviderProcess, usage_of};
 use e2e::world::{World, WorldOptions, is_ready};
 use fakecloud::model::Kind;
@@ -27,7 +28,6 @@ use futures::{StreamExt, TryStreamExt, stream};
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
-use runtime::metrics::sum_samples;
 use serde_json::json;
 
 const NAMESPACES: [&str; 3] = ["bench-a", "bench-b", "bench-c"];
@@ -60,7 +60,8 @@ struct Run {
     /// Per process: its identity, peak RSS and objects owned.
     processes: Vec<(String, u64, usize)>,
     cloud: usize,
-    server_errors: f64,
+    /// The API server's 5xx answers, by series.
+    server_errors: Vec<(String, f64)>,
 }
 
 #[tokio::main]
@@ -185,8 +186,11 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
         args.count,
         ready.as_secs_f64(),
         measured.cloud,
-        measured.server_errors
+        measured.server_errors.iter().map(|(_, n)| n).sum::<f64>()
     );
+    for (series, count) in &measured.server_errors {
+        println!("[{label}] API server 5xx: {series}: {count}");
+    }
     for (identity, peak, owned) in &measured.processes {
         println!(
             "[{label}] {identity}: peak RSS {:.1} MiB, owns {owned} ({:.1} %)",
@@ -287,14 +291,9 @@ async fn cloud_vpcs(world: &World) -> anyhow::Result<usize> {
     Ok(world.admin.resources(Some(Kind::Vpc), None).await?.len())
 }
 
-/// The API server's own count of its 5xx answers.
-async fn server_errors(world: &World) -> anyhow::Result<f64> {
-    let text = world
-        .kube()
-        .request_text(http::Request::get("/metrics").body(Vec::new())?)
-        .await?;
-    Ok(["500", "502", "503", "504"]
-        .iter()
-        .map(|code| sum_samples(&text, "apiserver_request_total", &[("code", code)]))
-        .fold(0.0, |sum, n| sum + n))
+/// The API server's 5xx answers, by verb, resource and code.
+async fn server_errors(world: &World) -> anyhow::Result<Vec<(String, f64)>> {
+    Ok(apiserver_metrics::server_errors(
+        &apiserver_requests(world).await?,
+    ))
 }
