@@ -31,6 +31,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::task::AbortHandle;
 
+use crate::controller::whole_list;
+
 mod guard;
 mod labels;
 mod listed;
@@ -231,7 +233,7 @@ impl KubeCluster {
         }
         let writer = Writer::<DynamicObject>::new(key.resource.clone());
         let store = writer.as_reader();
-        let mut config = watcher::Config::default().any_semantic();
+        let mut config = whole_list();
         if let Some(name) = &name {
             config = config.fields(&format!("metadata.name={name}"));
         }

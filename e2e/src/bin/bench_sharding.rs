@@ -186,7 +186,10 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
         args.count,
         ready.as_secs_f64(),
         measured.cloud,
-        measured.server_errors.iter().map(|(_, n)| n).sum::<f64>()
+        measured
+            .server_errors
+            .iter()
+            .fold(0.0, |sum, (_, n)| sum + n)
     );
     for (series, count) in &measured.server_errors {
         println!("[{label}] API server 5xx: {series}: {count}");
@@ -243,12 +246,14 @@ async fn apply(world: &World, count: usize, clients: usize) -> anyhow::Result<()
 /// watcher lists again after its backoff.
 async fn all_ready(kube: kube::Client, count: usize) -> anyhow::Result<()> {
     let mut ready = HashSet::new();
-    let events = watcher(
-        Api::<Vpc>::all(kube),
-        watcher::Config::default().any_semantic(),
-    )
-    .default_backoff()
-    .applied_objects();
+    // From the watch cache, in one piece: while the API server's cache is
+    // not ready a paged list from etcd outlives its compaction at this
+    // size (410 Expired), and kube-runtime starts it again from the top.
+    let mut config = watcher::Config::default().any_semantic();
+    config.page_size = None;
+    let events = watcher(Api::<Vpc>::all(kube), config)
+        .default_backoff()
+        .applied_objects();
     tokio::pin!(events);
     while let Some(event) = events.next().await {
         let vpc = match event {

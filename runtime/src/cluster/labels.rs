@@ -26,6 +26,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::selector_matches;
+use crate::controller::whole_list;
 
 type Labels = BTreeMap<String, String>;
 
@@ -42,8 +43,9 @@ impl LabelCache {
         let entries = Arc::new(RwLock::new(Entries::default()));
         let (listed, listed_rx) = watch::channel(false);
         let writer = entries.clone();
-        // From the API server's watch cache, as the controllers list.
-        let config = watcher::Config::default().any_semantic();
+        // From the API server's watch cache, in one piece, as the
+        // controllers list.
+        let config = whole_list();
         let task = tokio::spawn(async move {
             let mut events = watcher(api, config).default_backoff().boxed();
             while let Some(event) = events.next().await {

@@ -40,9 +40,7 @@ pub async fn run_query_controller<Q: QueryKind<C>, C: Connect>(
     let managed: Api<Q::Managed> = Api::all(kube.clone());
     let owned_changes = watcher(
         managed,
-        watcher::Config::default()
-            .labels(&name_label::<Q>())
-            .any_semantic(),
+        crate::controller::whole_list().labels(&name_label::<Q>()),
     )
     .default_backoff()
     .modify(|mr: &mut Q::Managed| {

@@ -29,6 +29,7 @@ use tracing::{debug, info, warn};
 use super::membership::{Members, revoke};
 use super::{Shard, object_key, owner};
 use crate::context::Context;
+use crate::controller::whole_list;
 
 /// A kind whose objects are assigned.
 #[derive(Clone, Debug)]
@@ -200,12 +201,12 @@ impl Assigner {
         let api: Api<PartialObjectMeta<DynamicObject>> =
             Api::all_with(self.kube.clone(), &kind.resource);
         let selector = format!("!{}", self.shard.label);
-        // Listed from the API server's watch cache, as the controllers'
-        // watches are: 100,000 VPCs applied before start, listed page by
-        // page from etcd while the API server was busy, outlived etcd's
-        // compaction on every attempt (410 Expired), and 52,000 of them
-        // were never labelled.
-        let config = watcher::Config::default().labels(&selector).any_semantic();
+        // Listed from the API server's watch cache, in one piece, as the
+        // controllers' watches are: 100,000 VPCs applied before start,
+        // listed page by page from etcd while the API server was busy,
+        // outlived etcd's compaction on every attempt (410 Expired), and
+        // 52,000 of them were never labelled.
+        let config = whole_list().labels(&selector);
         let objects = watcher(api, config).default_backoff().applied_objects();
         objects
             .filter_map(|object| async move {
