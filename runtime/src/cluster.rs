@@ -31,7 +31,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::task::AbortHandle;
 
-use crate::controller::whole_list;
+use crate::watch::whole_list;
 
 mod guard;
 mod labels;

@@ -75,6 +75,12 @@ pub async fn run_controller<K: ManagedKind<C>, C: Connect>(
             mr.annotations_mut().remove(LAST_APPLIED_ANNOTATION);
         })
         .reflect(writer)
+        // A watch that keeps failing leaves this replica's objects
+        // unreconciled: said at warn, not left to the debug log of the
+        // controller's events.
+        .inspect_err(|error| {
+            tracing::warn!(%error, kind = %K::kind(&()), "watch of managed resources failed; listing again");
+        })
         .inspect_ok(move |event| {
             states.event(event);
             if let (Some(shard), watcher::Event::Delete(mr)) = (&shard, event) {
@@ -109,29 +115,10 @@ pub async fn run_controller<K: ManagedKind<C>, C: Connect>(
         .await;
 }
 
-/// A watch that lists from the API server's watch cache, in one piece.
-///
-/// `any_semantic` lists at resourceVersion 0, which the API server answers
-/// from its watch cache, whole (it ignores the page size). While that
-/// cache is not ready (it lists from etcd again after falling behind, as
-/// it does on a busy server) the API server answers from etcd instead,
-/// page by page when a page size is set. A list of tens of thousands of
-/// objects then outlives etcd's compaction (410 Expired on a continue
-/// token) and kube-runtime starts again from the first page: the leader's
-/// watch of unassigned objects met that at 30,000 VPCs, and every VPC not
-/// yet labelled waited for the next try. client-go answers an expired
-/// continue with one whole list; a list without a page size is that list
-/// from the start, and the watch-cache answer is the same as before.
-pub(crate) fn whole_list() -> watcher::Config {
-    let mut config = watcher::Config::default().any_semantic();
-    config.page_size = None;
-    config
-}
-
 /// The watch of a controller's objects: all of them, or only this
 /// replica's share when replicas share the work ([`crate::shard`]).
 pub(crate) fn watch_config(shard: Option<&Shard>) -> watcher::Config {
-    let config = whole_list();
+    let config = crate::watch::whole_list();
     match shard {
         Some(shard) => config.labels(&shard.selector()),
         None => config,

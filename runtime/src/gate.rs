@@ -102,7 +102,7 @@ impl Gate {
     pub(crate) async fn run(mut self, shutdown: impl Future<Output = ()>) {
         let api: Api<CustomResourceDefinition> = Api::all(self.kube.clone());
         // The watcher retries with backoff on its own; errors are logged, not fatal.
-        let events = watcher::watcher(api, crate::controller::whole_list())
+        let events = watcher::watcher(api, crate::watch::whole_list())
             .default_backoff()
             .inspect_err(|error| warn!(%error, "CRD watch failed; retrying"))
             .filter_map(|event| async move { event.ok() });

@@ -92,6 +92,7 @@ pub mod tags;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod turns;
+mod watch;
 
 pub use backoff::{Backoff, Intent};
 pub use connect::{Connect, ProviderConfigTypes};

@@ -26,7 +26,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::selector_matches;
-use crate::controller::whole_list;
+use crate::watch::whole_list;
 
 type Labels = BTreeMap<String, String>;
 

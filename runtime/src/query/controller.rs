@@ -40,7 +40,7 @@ pub async fn run_query_controller<Q: QueryKind<C>, C: Connect>(
     let managed: Api<Q::Managed> = Api::all(kube.clone());
     let owned_changes = watcher(
         managed,
-        crate::controller::whole_list().labels(&name_label::<Q>()),
+        crate::watch::whole_list().labels(&name_label::<Q>()),
     )
     .default_backoff()
     .modify(|mr: &mut Q::Managed| {

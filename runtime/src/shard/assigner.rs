@@ -29,7 +29,7 @@ use tracing::{debug, info, warn};
 use super::membership::{Members, revoke};
 use super::{Shard, object_key, owner};
 use crate::context::Context;
-use crate::controller::whole_list;
+use crate::watch::whole_list;
 
 /// A kind whose objects are assigned.
 #[derive(Clone, Debug)]
