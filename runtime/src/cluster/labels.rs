@@ -25,7 +25,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::selector_matches;
+use super::{Listed, selector_matches};
 use crate::watch::whole_list;
 
 type Labels = BTreeMap<String, String>;
@@ -34,7 +34,7 @@ type Labels = BTreeMap<String, String>;
 #[derive(Clone)]
 pub(crate) struct LabelCache {
     entries: Arc<RwLock<Entries>>,
-    listed: watch::Receiver<bool>,
+    listed: Listed,
 }
 
 impl LabelCache {
@@ -59,18 +59,14 @@ impl LabelCache {
         });
         let cache = Self {
             entries,
-            listed: listed_rx,
+            listed: Listed::on(listed_rx),
         };
         (cache, task)
     }
 
     /// Whether the cache has listed once, waiting up to `limit` for it.
     pub(crate) async fn listed_within(&self, limit: Duration) -> bool {
-        let mut listed = self.listed.clone();
-        matches!(
-            tokio::time::timeout(limit, listed.wait_for(|listed| *listed)).await,
-            Ok(Ok(_))
-        )
+        self.listed.within(limit).await
     }
 
     /// The labels of the object `name` (in `namespace`, for a namespaced
@@ -145,11 +141,13 @@ impl Entries {
     /// What the cache keeps of `object`: its namespace, its name and its
     /// labels, interned.
     fn entry(&mut self, object: &PartialObjectMeta<DynamicObject>) -> Entry {
-        let labels = object.metadata.labels.clone().unwrap_or_default();
-        let labels = match self.interned.get(&labels) {
+        // Cloned only when new: most objects share a label set held already.
+        let none = Labels::new();
+        let labels = object.metadata.labels.as_ref().unwrap_or(&none);
+        let labels = match self.interned.get(labels) {
             Some(shared) => shared.clone(),
             None => {
-                let shared = Arc::new(labels);
+                let shared = Arc::new(labels.clone());
                 self.interned.insert(shared.clone());
                 shared
             }

@@ -14,6 +14,7 @@
 //! [`Listed`] waits on the store once, in a shared future that wakes
 //! every caller waiting on it.
 
+use std::future::Future;
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -36,7 +37,16 @@ impl Listed {
         K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
     {
         let store = store.clone();
-        let done = async move { store.wait_until_ready().await.is_ok() };
+        Self::when(async move { store.wait_until_ready().await.is_ok() })
+    }
+
+    /// The first listing of a cache that says it through `listed` turning
+    /// true (false if its watch is dropped before).
+    pub(crate) fn on(mut listed: tokio::sync::watch::Receiver<bool>) -> Self {
+        Self::when(async move { listed.wait_for(|listed| *listed).await.is_ok() })
+    }
+
+    fn when(done: impl Future<Output = bool> + Send + 'static) -> Self {
         Self {
             done: done.boxed().shared(),
         }
