@@ -17,16 +17,15 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::api::{
-    ApiResource, DynamicObject, ListParams, ObjectMeta, PartialObjectMeta, Patch, PatchParams,
-};
+use kube::Api;
+use kube::api::{ApiResource, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
 use super::membership::{Members, revoke};
+use super::slim::Slim;
 use super::{Shard, object_key, owner};
 use crate::context::Context;
 use crate::watch::whole_list;
@@ -198,8 +197,9 @@ impl Assigner {
 
     /// Labels each object that appears without the label.
     async fn assign_new(self: Arc<Self>, kind: ShardedKind) {
-        let api: Api<PartialObjectMeta<DynamicObject>> =
-            Api::all_with(self.kube.clone(), &kind.resource);
+        // Parsed without managedFields (`slim`): the list is held until
+        // each object is labelled.
+        let api: Api<Slim> = Api::all_with(self.kube.clone(), &kind.resource);
         let selector = format!("!{}", self.shard.label);
         // Listed from the API server's watch cache, in one piece, as the
         // controllers' watches are: 100,000 VPCs applied before start,
@@ -219,7 +219,7 @@ impl Assigner {
             .for_each_concurrent(CONCURRENT_WRITES, |object| {
                 let this = self.clone();
                 let kind = kind.clone();
-                async move { this.assign(&kind, object).await }
+                async move { this.assign(&kind, object.metadata).await }
             })
             .await;
     }
@@ -227,29 +227,29 @@ impl Assigner {
     /// Labels one new object; one that changed since it was read (its
     /// owner-to-be cannot see it until labelled) is read again and tried
     /// again after [`SETTLE`], until it is labelled or gone.
-    async fn assign(&self, kind: &ShardedKind, mut object: PartialObjectMeta<DynamicObject>) {
+    async fn assign(&self, kind: &ShardedKind, mut meta: ObjectMeta) {
         loop {
             let live = self.live();
-            if !matches!(self.place(kind, &object, &live, true).await, Placed::Stale) {
+            if !matches!(self.place(kind, &meta, &live, true).await, Placed::Stale) {
                 return;
             }
             tokio::time::sleep(SETTLE).await;
-            let api: Api<DynamicObject> = match object.metadata.namespace.as_deref() {
+            let api: Api<DynamicObject> = match meta.namespace.as_deref() {
                 Some(namespace) => {
                     Api::namespaced_with(self.kube.clone(), namespace, &kind.resource)
                 }
                 None => Api::all_with(self.kube.clone(), &kind.resource),
             };
-            object = match api.get_metadata_opt(&object.name_any()).await {
-                Ok(Some(fresh)) => fresh,
+            let name = meta.name.clone().unwrap_or_default();
+            meta = match api.get_metadata_opt(&name).await {
+                Ok(Some(fresh)) => fresh.metadata,
                 Ok(None) => return,
                 Err(error) => {
                     debug!(%error, kind = %kind.kind, "cannot read an object to assign; retrying");
                     continue;
                 }
             };
-            let labelled = object
-                .metadata
+            let labelled = meta
                 .labels
                 .as_ref()
                 .is_some_and(|l| l.contains_key(&self.shard.label));
@@ -353,7 +353,7 @@ impl Assigner {
             tally.objects.fetch_add(page.items.len(), Ordering::Relaxed);
             futures::stream::iter(page.items.iter())
                 .for_each_concurrent(CONCURRENT_WRITES, |object| async {
-                    let counter = match self.place(kind, object, live, false).await {
+                    let counter = match self.place(kind, &object.metadata, live, false).await {
                         Placed::Stays => return,
                         Placed::Moved => &tally.moved,
                         Placed::Stale => &tally.stale,
@@ -375,12 +375,11 @@ impl Assigner {
     async fn place(
         &self,
         kind: &ShardedKind,
-        object: &PartialObjectMeta<DynamicObject>,
+        meta: &ObjectMeta,
         live: &[String],
         new: bool,
     ) -> Placed {
-        let meta = &object.metadata;
-        let name = object.name_any();
+        let name = meta.name.clone().unwrap_or_default();
         let key = object_key(
             &kind.resource.group,
             &kind.resource.kind,

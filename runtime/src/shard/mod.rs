@@ -28,6 +28,7 @@ pub(crate) mod assigner;
 mod fence;
 pub(crate) mod membership;
 pub(crate) mod shared;
+mod slim;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
