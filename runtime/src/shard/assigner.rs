@@ -230,7 +230,7 @@ impl Assigner {
     async fn assign(&self, kind: &ShardedKind, mut meta: ObjectMeta) {
         loop {
             let live = self.live();
-            if !matches!(self.place(kind, &meta, &live, true).await, Placed::Stale) {
+            if !matches!(self.place(kind, &meta, &live).await, Placed::Stale) {
                 return;
             }
             tokio::time::sleep(SETTLE).await;
@@ -353,7 +353,7 @@ impl Assigner {
             tally.objects.fetch_add(page.items.len(), Ordering::Relaxed);
             futures::stream::iter(page.items.iter())
                 .for_each_concurrent(CONCURRENT_WRITES, |object| async {
-                    let counter = match self.place(kind, &object.metadata, live, false).await {
+                    let counter = match self.place(kind, &object.metadata, live).await {
                         Placed::Stays => return,
                         Placed::Moved => &tally.moved,
                         Placed::Stale => &tally.stale,
@@ -372,13 +372,7 @@ impl Assigner {
     }
 
     /// Makes the move `object` needs, if any.
-    async fn place(
-        &self,
-        kind: &ShardedKind,
-        meta: &ObjectMeta,
-        live: &[String],
-        new: bool,
-    ) -> Placed {
+    async fn place(&self, kind: &ShardedKind, meta: &ObjectMeta, live: &[String]) -> Placed {
         let name = meta.name.clone().unwrap_or_default();
         let key = object_key(
             &kind.resource.group,
@@ -390,10 +384,6 @@ impl Assigner {
             return Placed::Stays;
         };
         let current = entry(meta.labels.as_ref(), &self.shard.label);
-        if current.is_none() && !new {
-            // The watch of new objects labels it, and retries until done.
-            return Placed::Stays;
-        }
         let next = entry(meta.annotations.as_ref(), &self.shard.next);
         let held = |identity: &str| {
             self.members
