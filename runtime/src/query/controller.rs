@@ -9,7 +9,7 @@ use crossplane_types::query::name_label;
 use crossplane_types::{Managed, ManagedStatus};
 use futures::StreamExt;
 use kube::runtime::reflector;
-use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::runtime::{Controller, WatchStreamExt};
 use kube::{Api, ResourceExt};
 
 use super::QueryKind;
@@ -38,18 +38,17 @@ pub async fn run_query_controller<Q: QueryKind<C>, C: Connect>(
 ) {
     let (owned, writer) = reflector::store();
     let managed: Api<Q::Managed> = Api::all(kube.clone());
-    let owned_changes = watcher(
-        managed,
-        crate::watch::whole_list().labels(&name_label::<Q>()),
-    )
-    .default_backoff()
-    .modify(|mr: &mut Q::Managed| {
-        mr.managed_fields_mut().clear();
-        mr.annotations_mut().remove(LAST_APPLIED_ANNOTATION);
-        *mr.managed_status_mut() = ManagedStatus::default();
-    })
-    .reflect(writer)
-    .touched_objects();
+    // Few of a kind's managed resources belong to queries: a watch that
+    // lists again when it ends ([`crate::watch::relisting`]).
+    let owned_changes = crate::watch::relisting(managed, &name_label::<Q>())
+        .default_backoff()
+        .modify(|mr: &mut Q::Managed| {
+            mr.managed_fields_mut().clear();
+            mr.annotations_mut().remove(LAST_APPLIED_ANNOTATION);
+            *mr.managed_status_mut() = ManagedStatus::default();
+        })
+        .reflect(writer)
+        .touched_objects();
     let controller = Arc::new(QueryController::<Q, C>::new(ctx, connect, owned));
     let resyncs = crate::controller::resyncs(controller.ctx.settings.sync_interval);
     let queries = crate::controller::watch_config(controller.ctx.shard.as_deref());

@@ -195,12 +195,11 @@ pub async fn reconcile_once<K: ManagedKind<C>, C: Connect>(
                 }
                 Err(ReconcileError::Deferred(deferral)) => {
                     // Not a failure: the cloud server asked to wait. No
-                    // event and no backoff; a resource with work to do says
-                    // so in Synced, a settled resource's poll waits quietly
-                    // (a status write per deferred poll would cost the API
-                    // server what the cloud saved).
+                    // event and no backoff; a resource whose change waits
+                    // says so in Synced, one that only waits for its next
+                    // look waits quietly ([`says_waiting`]).
                     tracing::debug!(after = ?deferral.after, "cloud server busy: deferred");
-                    if lane == Lane::Work {
+                    if says_waiting(mr) {
                         run.set(Condition::waiting(deferral.message));
                     }
                     (Next::After(deferral.after), "waiting")
@@ -673,15 +672,41 @@ fn intent_of<K: Managed>(mr: &K) -> Intent {
 /// else is work. Read from the object, since the controller does not say
 /// why it reconciles.
 pub(crate) fn lane_of<K: Managed>(mr: &K) -> Lane {
-    let conditions = mr
-        .managed_status()
+    lane_for(mr.meta().generation, due(mr), conditions_of(mr))
+}
+
+/// `mr`'s status conditions (none before its first status).
+fn conditions_of<K: Managed>(mr: &K) -> &[Condition] {
+    mr.managed_status()
         .map(|status| status.conditions.as_slice())
-        .unwrap_or_default();
-    lane_for(
-        mr.meta().generation,
-        mr.meta().deletion_timestamp.is_some() || requested_token(mr).is_some(),
-        conditions,
-    )
+        .unwrap_or_default()
+}
+
+/// Whether a deferred reconcile of `mr` says so in `Synced` (reason
+/// `Waiting`): only when the change it holds back is one the resource has
+/// not made yet (new, edited since its last successful reconcile, failing,
+/// deleting, or asked to reconcile). A resource whose last reconcile
+/// succeeded at its generation (`Synced=True`) waits for nothing but its
+/// next look (one still provisioning, or a settled one's poll), and waits
+/// quietly: its `Ready` condition already says where it is. Saying it each
+/// time cost two status writes per deferred look (`Waiting`, then back to
+/// `True` at the next look that got through): with 60 VPCs in a 5/s
+/// account's line, 10 to 25 % more API writes beside another account's
+/// batches, on an API server both accounts share.
+fn says_waiting<K: Managed>(mr: &K) -> bool {
+    waiting_is_news(mr.meta().generation, due(mr), conditions_of(mr))
+}
+
+/// [`says_waiting`] of a resource at `generation` with these `conditions`,
+/// `due` or not.
+fn waiting_is_news(generation: Option<i64>, due: bool, conditions: &[Condition]) -> bool {
+    due || !holds_for(generation, conditions, TYPE_SYNCED)
+}
+
+/// Whether a reconcile of `mr` is due now, whatever its conditions: it is
+/// being deleted, or a reconcile-requested-at token waits.
+fn due<K: Managed>(mr: &K) -> bool {
+    mr.meta().deletion_timestamp.is_some() || requested_token(mr).is_some()
 }
 
 /// The `crossplane.io/reconcile-requested-at` token of this copy of `mr`,
@@ -701,18 +726,20 @@ fn requested_token<K: Managed>(mr: &K) -> Option<&str> {
 /// settled one (nothing `due`: not deleting nor asked to reconcile now;
 /// `Ready` and `Synced` true for this generation) waits in the poll lane.
 fn lane_for(generation: Option<i64>, due: bool, conditions: &[Condition]) -> Lane {
-    let holds = |type_: &str| {
-        conditions.iter().any(|c| {
-            c.type_ == type_
-                && c.status == ConditionStatus::True
-                && c.observed_generation == generation
-        })
-    };
+    let holds = |type_| holds_for(generation, conditions, type_);
     if !due && holds(TYPE_READY) && holds(TYPE_SYNCED) {
         Lane::Poll
     } else {
         Lane::Work
     }
+}
+
+/// Whether condition `type_` is true among `conditions`, computed at
+/// `generation`.
+fn holds_for(generation: Option<i64>, conditions: &[Condition], type_: &str) -> bool {
+    conditions.iter().any(|c| {
+        c.type_ == type_ && c.status == ConditionStatus::True && c.observed_generation == generation
+    })
 }
 
 /// Attempts at recording a create's result before leaving it to the next
@@ -776,5 +803,27 @@ mod tests {
             "deleting, or a reconcile-requested-at token not yet handled"
         );
         assert_eq!(lane(1, false, Vec::new()), Lane::Work, "new");
+    }
+
+    #[test]
+    fn only_a_change_not_yet_made_says_it_waits() {
+        let says = |generation, due, conditions: Vec<Condition>| {
+            waiting_is_news(Some(generation), due, &conditions)
+        };
+        assert!(says(1, false, Vec::new()), "new: its create waits");
+        assert!(says(3, false, conditions("True", "True", 2)), "an edit");
+        assert!(says(2, false, conditions("False", "False", 2)), "failing");
+        assert!(
+            says(2, true, conditions("True", "True", 2)),
+            "deleting, or asked to reconcile"
+        );
+        assert!(
+            !says(2, false, conditions("False", "True", 2)),
+            "created, provisioning: its next look waits quietly"
+        );
+        assert!(
+            !says(2, false, conditions("True", "True", 2)),
+            "settled: its poll waits quietly"
+        );
     }
 }

@@ -3,9 +3,11 @@
 //! whose owner changed, by a handover when the old owner is live and by a
 //! takeover (after revoking its Lease) when it is not.
 //!
-//! It keeps no cache of the objects: new ones come from a watch of the
-//! unlabelled objects only (each leaves it once labelled), and a
-//! membership change pages through every labelled object's metadata once. Its
+//! It keeps no cache of the objects: the ones unlabelled when it starts
+//! are listed a page at a time and labelled page by page, new ones come
+//! from a watch of the unlabelled objects only (each leaves it once
+//! labelled), and a membership change lists every labelled object's
+//! metadata once. Its
 //! writes are merge patches guarded by the resourceVersion it read, so a
 //! write based on a stale copy is refused (409) and the next pass looks
 //! again.
@@ -19,7 +21,7 @@ use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use kube::api::{ApiResource, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::WatchStreamExt;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
@@ -28,7 +30,7 @@ use super::membership::{Members, revoke};
 use super::slim::Slim;
 use super::{Shard, object_key, owner};
 use crate::context::Context;
-use crate::watch::whole_list;
+use crate::watch::relisting;
 
 /// A kind whose objects are assigned.
 #[derive(Clone, Debug)]
@@ -107,10 +109,11 @@ impl Tally {
 
 /// Objects patched at once by a pass.
 const CONCURRENT_WRITES: usize = 32;
-/// Objects per page of a pass's listing.
+/// Objects per page of a listing the API server answers from etcd.
 const PAGE: u32 = 500;
-/// A pass waits this long after a membership change for the next one (a
-/// rolling restart changes it several times in a row).
+/// A pass waits this long after a member joins for the next change (a
+/// rolling restart changes the membership several times in a row); a
+/// loss is acted on at once.
 const SETTLE: Duration = Duration::from_secs(1);
 /// How long the membership must hold still before a new assigner starts.
 const STARTUP_SETTLE: Duration = Duration::from_secs(3);
@@ -195,19 +198,25 @@ impl Assigner {
         }
     }
 
-    /// Labels each object that appears without the label.
+    /// Labels each object that is, or appears, without the label: first
+    /// those already there ([`Assigner::assign_listed`]), then each new one
+    /// as the watch sees it.
     async fn assign_new(self: Arc<Self>, kind: ShardedKind) {
-        // Parsed without managedFields (`slim`): the list is held until
-        // each object is labelled.
+        self.assign_listed(&kind).await;
+        // Parsed without managedFields (`slim`): the watch's list is held
+        // until each object in it is labelled.
         let api: Api<Slim> = Api::all_with(self.kube.clone(), &kind.resource);
-        let selector = format!("!{}", self.shard.label);
+        let selector = self.unlabelled();
         // Listed from the API server's watch cache, in one piece, as the
-        // controllers' watches are: 100,000 VPCs applied before start,
-        // listed page by page from etcd while the API server was busy,
-        // outlived etcd's compaction on every attempt (410 Expired), and
-        // 52,000 of them were never labelled.
-        let config = whole_list().labels(&selector);
-        let objects = watcher(api, config).default_backoff().applied_objects();
+        // controllers' watches are. What is unlabelled now is what was
+        // created while `assign_listed` ran, a few objects, and once they
+        // are labelled the selector matches none of the kind's objects
+        // until a new one comes: a watch that lists again whenever it ends
+        // ([`crate::watch::relisting`]), cheaply, whatever the cluster
+        // holds.
+        let objects = relisting(api, &selector)
+            .default_backoff()
+            .applied_objects();
         objects
             .filter_map(|object| async move {
                 object
@@ -222,6 +231,70 @@ impl Assigner {
                 async move { this.assign(&kind, object.metadata).await }
             })
             .await;
+    }
+
+    /// The label selector of the objects not yet assigned.
+    fn unlabelled(&self) -> String {
+        format!("!{}", self.shard.label)
+    }
+
+    /// Labels the objects unlabelled when the assigner starts, listed a
+    /// page at a time from etcd ([`PAGE`]), each page labelled before the
+    /// next is asked for.
+    ///
+    /// Not from the watch cache, which answers in one piece: at a start
+    /// with 30,000 VPCs unlabelled (sharding turned on over existing
+    /// objects, or the benchmark's start) the leader held that whole
+    /// answer, every object's full JSON at once, and its memory peaked
+    /// above the other replicas'. A page is asked for as soon as the
+    /// previous one is labelled, so the listing does not wait on anything
+    /// slower than its own writes.
+    ///
+    /// Labelling 100,000 objects takes longer than etcd keeps the version
+    /// a continue token names (410 Expired); the API server then answers
+    /// with a token that continues after the same object at the current
+    /// version, and the listing goes on with it. Starting again from the
+    /// first page instead made the API server read every object labelled
+    /// so far from etcd to skip it, which at 77,000 took longer than its
+    /// one-minute limit on every try, and the listing stalled. Any other
+    /// failure ends the listing early: the watch that follows lists
+    /// whatever is still unlabelled from the watch cache, in one piece (the
+    /// memory this listing saves, spent only then). On a cluster whose
+    /// objects are all labelled (a new leader) the first page finds none,
+    /// but the API server reads every object of the kind from etcd to say
+    /// so, once per assigner start.
+    async fn assign_listed(&self, kind: &ShardedKind) {
+        let api: Api<DynamicObject> = Api::all_with(self.kube.clone(), &kind.resource);
+        let unlabelled = ListParams::default().labels(&self.unlabelled()).limit(PAGE);
+        let mut params = unlabelled.clone();
+        let mut listed = 0;
+        loop {
+            let page = match api.list_metadata(&params).await {
+                Ok(page) => page,
+                Err(error) => {
+                    if let Some(token) = continue_after_expiry(&error) {
+                        debug!(kind = %kind.kind, listed, "continue token expired; continuing at the current version");
+                        params = unlabelled.clone().continue_token(token);
+                        continue;
+                    }
+                    warn!(%error, kind = %kind.kind, listed, "cannot list unassigned objects; the watch of new ones lists the rest");
+                    return;
+                }
+            };
+            listed += page.items.len();
+            futures::stream::iter(page.items)
+                .for_each_concurrent(CONCURRENT_WRITES, |object| async move {
+                    self.assign(kind, object.metadata).await
+                })
+                .await;
+            match page.metadata.continue_ {
+                Some(token) if !token.is_empty() => {
+                    params = unlabelled.clone().continue_token(&token)
+                }
+                _ => break,
+            }
+        }
+        info!(kind = %kind.kind, objects = listed, "assigned the objects found unassigned at the start");
     }
 
     /// Labels one new object; one that changed since it was read (its
@@ -262,34 +335,53 @@ impl Assigner {
     /// A pass over every object at the start, after each membership
     /// change and every [`FULL_PASS_EVERY`]; again after [`SETTLE`] while
     /// a pass left work undone (a move refused because the object changed
-    /// since it was listed, a kind that could not be listed): deferred,
-    /// never dropped.
+    /// since it was listed): deferred, never dropped. A pass that could not
+    /// list a kind is tried again later each time it fails
+    /// ([`retry_after`]): at 30,000 objects on a busy API server a listing
+    /// cut at its one-minute limit, tried again a second later, kept the
+    /// server reading every object from etcd for 23 minutes.
     async fn passes(self: Arc<Self>, kinds: Vec<ShardedKind>) {
         let mut changes = self.members.live.subscribe();
+        let mut failed_listings = 0;
         loop {
             self.revoke_silent().await;
             let live = self.live();
             let mut undone = false;
+            let mut unlisted = false;
             if !live.is_empty() {
                 let tally = Tally::default();
                 for kind in &kinds {
                     if let Err(error) = self.pass(kind, &live, &tally).await {
-                        debug!(%error, kind = %kind.kind, "cannot list for assignment; retrying");
-                        tally.stale.fetch_add(1, Ordering::Relaxed);
+                        warn!(%error, kind = %kind.kind, failed_before = failed_listings, "cannot list for assignment; the pass is tried again");
+                        unlisted = true;
                     }
                 }
                 let (objects, moved, stale) = tally.counts();
                 info!(members = ?live, objects, moved, stale, "assignment pass");
                 undone = stale > 0;
             }
-            let next_pass = if undone { SETTLE } else { FULL_PASS_EVERY };
+            failed_listings = if unlisted { failed_listings + 1 } else { 0 };
+            let next_pass = if unlisted {
+                retry_after(failed_listings)
+            } else if undone {
+                SETTLE
+            } else {
+                FULL_PASS_EVERY
+            };
             tokio::select! {
                 changed = changes.changed() => {
                     if changed.is_err() {
                         return;
                     }
-                    tokio::time::sleep(SETTLE).await;
-                    changes.mark_unchanged();
+                    // A member lost leaves its objects without an owner
+                    // until they move: at once. A member joined takes
+                    // objects from live owners, and a rolling restart
+                    // changes the membership several times in a row: the
+                    // pass waits for the next change.
+                    if joined(&live, &changes.borrow_and_update()) {
+                        tokio::time::sleep(SETTLE).await;
+                        changes.mark_unchanged();
+                    }
                 }
                 () = tokio::time::sleep(next_pass) => {}
             }
@@ -465,6 +557,38 @@ impl Assigner {
     }
 }
 
+/// The longest a pass whose listing failed waits before it is tried
+/// again.
+const RETRY_AT_MOST_AFTER: Duration = Duration::from_secs(60);
+
+/// How long a pass waits after its listing failed `failures` times in a
+/// row: [`SETTLE`], doubled at each failure, at most
+/// [`RETRY_AT_MOST_AFTER`].
+fn retry_after(failures: u32) -> Duration {
+    let doublings = failures.saturating_sub(1).min(16);
+    SETTLE
+        .saturating_mul(1 << doublings)
+        .min(RETRY_AT_MOST_AFTER)
+}
+
+/// Whether `now` names a member that `before` did not.
+fn joined(before: &[String], now: &[String]) -> bool {
+    now.iter().any(|member| !before.contains(member))
+}
+
+/// The token the API server offers with a 410 for an expired continue
+/// token: it continues after the same object, at the current version.
+fn continue_after_expiry(error: &kube::Error) -> Option<&str> {
+    match error {
+        kube::Error::Api(status) if status.code == 410 => status
+            .metadata
+            .as_ref()
+            .and_then(|m| m.continue_.as_deref())
+            .filter(|token| !token.is_empty()),
+        _ => None,
+    }
+}
+
 /// The value of `key` in a label or annotation map.
 fn entry<'a>(
     map: Option<&'a std::collections::BTreeMap<String, String>>,
@@ -479,6 +603,56 @@ mod tests {
 
     fn live() -> Vec<String> {
         vec!["a".into(), "b".into()]
+    }
+
+    fn api_error(code: u16, continue_: Option<&str>) -> kube::Error {
+        kube::Error::Api(Box::new(kube::core::Status {
+            code,
+            metadata: continue_.map(|token| {
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta {
+                    continue_: Some(token.to_owned()),
+                    ..Default::default()
+                }
+            }),
+            ..kube::core::Status::failure("listing", "Expired")
+        }))
+    }
+
+    #[test]
+    fn an_expired_continue_goes_on_with_the_token_the_api_server_offers() {
+        assert_eq!(
+            continue_after_expiry(&api_error(410, Some("next"))),
+            Some("next")
+        );
+    }
+
+    #[test]
+    fn other_list_failures_offer_no_way_to_continue() {
+        // A 410 without a token, an empty token, a timeout (504, as a
+        // listing that reads every labelled object from etcd met), a
+        // transport error.
+        assert_eq!(continue_after_expiry(&api_error(410, None)), None);
+        assert_eq!(continue_after_expiry(&api_error(410, Some(""))), None);
+        assert_eq!(continue_after_expiry(&api_error(504, Some("next"))), None);
+        let transport = kube::Error::ReadEvents(std::io::Error::other("reset"));
+        assert_eq!(continue_after_expiry(&transport), None);
+    }
+
+    #[test]
+    fn a_failing_listing_is_tried_again_later_each_time() {
+        let waits: Vec<u64> = (1..=8).map(|n| retry_after(n).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60]);
+        assert_eq!(retry_after(u32::MAX), RETRY_AT_MOST_AFTER);
+    }
+
+    #[test]
+    fn only_a_member_that_joined_makes_a_pass_wait() {
+        let three: Vec<String> = vec!["a".into(), "b".into(), "c".into()];
+        assert!(!joined(&three, &live()), "a loss goes at once");
+        assert!(joined(&live(), &three), "a join settles");
+        let swapped: Vec<String> = vec!["a".into(), "d".into()];
+        assert!(joined(&live(), &swapped), "a loss and a join settle");
+        assert!(!joined(&live(), &live()));
     }
 
     #[test]

@@ -104,6 +104,17 @@ impl MemberView {
         self.leases.values().any(|seen| seen.holder == identity)
     }
 
+    /// The first moment after `now` at which a Lease seen live turns
+    /// silent, if one will: the membership watch looks again then, so that
+    /// a member's objects wait no longer than its lease duration.
+    pub(crate) fn next_expiry(&self, now: Instant) -> Option<Instant> {
+        self.leases
+            .values()
+            .map(|seen| seen.changed + seen.duration)
+            .filter(|at| *at > now)
+            .min()
+    }
+
     /// The Leases silent for their whole duration at `now`.
     pub(crate) fn silent(&self, now: Instant) -> Vec<Silent> {
         self.leases
@@ -153,8 +164,9 @@ impl Members {
 }
 
 /// Keeps `members` in step with the membership Leases until `shutdown`:
-/// a watch of the Leases labelled with the group, and a tick of a second
-/// that notices the silent ones.
+/// a watch of the Leases labelled with the group, and a timer that wakes
+/// when the next Lease turns silent (between events, nothing else changes
+/// who is live).
 pub(crate) async fn watch_members(
     kube: kube::Client,
     shard: Arc<Shard>,
@@ -171,12 +183,22 @@ pub(crate) async fn watch_members(
     tokio::pin!(events);
     tokio::pin!(shutdown);
     let duration = shard.timing().lease_duration;
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut relisted: Option<Vec<String>> = None;
     loop {
+        let next = members
+            .view
+            .lock()
+            .expect("member view lock")
+            .next_expiry(Instant::now());
+        let expiry = async move {
+            match next {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             () = &mut shutdown => return,
-            _ = tick.tick() => {}
+            () = expiry => {}
             event = events.next() => {
                 let Some(event) = event else { return };
                 let mut view = members.view.lock().expect("member view lock");
@@ -429,6 +451,29 @@ mod tests {
         assert!(view.holds("b"));
         view.gone("l.b");
         assert!(!view.holds("b"));
+    }
+
+    #[test]
+    fn the_next_expiry_is_the_first_live_lease_to_turn_silent() {
+        let mut view = MemberView::default();
+        let t0 = Instant::now();
+        assert_eq!(view.next_expiry(t0), None);
+        view.saw(&lease("l.a", "a", "1"), t0, Duration::from_secs(15));
+        view.saw(
+            &lease("l.b", "b", "1"),
+            t0 + Duration::from_secs(4),
+            Duration::from_secs(15),
+        );
+        let later = t0 + Duration::from_secs(5);
+        assert_eq!(view.next_expiry(later), Some(t0 + Duration::from_secs(15)));
+        // Once a is silent, b's is the next; once both are, none.
+        assert_eq!(
+            view.next_expiry(t0 + Duration::from_secs(15)),
+            Some(t0 + Duration::from_secs(19))
+        );
+        assert_eq!(view.next_expiry(t0 + Duration::from_secs(19)), None);
+        // At its expiry, a is no longer live.
+        assert_eq!(view.live(t0 + Duration::from_secs(15)), ["b"]);
     }
 
     #[test]
