@@ -53,7 +53,7 @@ use std::time::{Duration, Instant};
 
 use apis::kinds::{DatabaseInstance, ProviderConfig, Subnet, Vpc};
 use clap::{Parser, ValueEnum};
-use e2e::apiserver_metrics::{Request, Requests, apiserver_requests};
+use e2e::apiserver_metrics::{Request, Requests, apiserver_requests, is_read, is_write, since};
 use e2e::objects::Kind as ObjectKind;
 use e2e::provider_process::{ProviderProcess, Usage, usage_of};
 use e2e::world::{NAMESPACE, World, WorldOptions, is_ready};
@@ -808,18 +808,6 @@ fn ready_stream<K: ObjectKind + Send + Sync + 'static>(
         .boxed()
 }
 
-fn is_write(verb: &str) -> bool {
-    matches!(
-        verb,
-        "POST" | "PUT" | "PATCH" | "DELETE" | "APPLY" | "CREATE" | "UPDATE"
-    )
-}
-
-/// A read that is not a watch: what a cache should have made unneeded.
-fn is_read(verb: &str) -> bool {
-    matches!(verb, "GET" | "LIST")
-}
-
 /// Requests of the verbs `verb` picks on the provider's resources between
 /// `before` and `after`, summed by resource, so that a figure per created
 /// resource shows where it comes from.
@@ -829,13 +817,11 @@ fn by_resource(
     verb: fn(&str) -> bool,
 ) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
-    for (request, count) in after {
+    for (request, delta) in since(before, after) {
         if verb(&request.verb) && is_providers(&request.resource) {
-            let delta = count - before.get(request).copied().unwrap_or(0.0);
-            *out.entry(request.resource.clone()).or_default() += delta;
+            *out.entry(request.resource).or_default() += delta;
         }
     }
-    out.retain(|_, requests| *requests > 0.0);
     out
 }
 

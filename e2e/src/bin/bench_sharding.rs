@@ -3,14 +3,26 @@
 //! provider process (no sharding), then with R replicas (`--sharding`),
 //! each on a fresh control plane and fakecloud in the same run.
 //!
+//! The VPCs are applied and watched at `v1beta1`, the version the API
+//! server stores and the provider reads. At `v1alpha1` the API server
+//! called the conversion webhook (served by this process) for every apply
+//! and for every event of this benchmark's watch, one HTTPS call each:
+//! work for the API server that was the benchmark's, not the provider's,
+//! and more of it in the sharded run, whose label write is one more event
+//! per VPC.
+//!
 //! `scripts/bench-sharding --count 30000 --replicas 3`
 //!
 //! For each run it prints the time to all Ready, each process's peak RSS
 //! (sampled from `/proc` once a second), each replica's share of the
-//! objects, the cloud's VPC count (which must be exactly N) and the API
-//! server's 5xx answers; then the ratios docs/operating/sharding.md quotes: the replicas'
-//! time to the single provider's, and each replica's peak RSS to the
-//! single provider's. `--only-sharded` skips the single run (the one-off
+//! objects, the cloud's VPC count (which must be exactly N), the API
+//! server's 5xx answers, and where the API server's work went (its
+//! requests while the providers ran, by verb and resource, the writes per
+//! VPC, the conflicts) with each process's CPU time, which is what explains
+//! a time ratio on a machine whose API server is the bottleneck; then the
+//! ratios docs/operating/sharding.md quotes: the replicas' time to the
+//! single provider's, and each replica's peak RSS to the single
+//! provider's. `--only-sharded` skips the single run (the one-off
 //! 100,000-VPC run).
 
 use std::collections::{BTreeMap, HashSet};
@@ -18,9 +30,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use apis::kinds::vpc::m::Vpc;
+use apis::kinds::vpc::v1beta1::Vpc;
 use clap::Parser;
-use e2e::apiserver_metrics::{self, apiserver_requests};
+use e2e::apiserver_metrics::{self, Requests, apiserver_requests, is_write, since};
 use e2e::provider_process::{ProviderProcess, usage_of};
 use e2e::world::{World, WorldOptions, is_ready};
 use fakecloud::model::Kind;
@@ -34,6 +46,8 @@ const NAMESPACES: [&str; 3] = ["bench-a", "bench-b", "bench-c"];
 const LEASE_NAMESPACE: &str = "crossplane-system";
 const LABEL: &str = "fakecloud.crossplane.io/shard";
 const MIB: f64 = 1024.0 * 1024.0;
+/// How often a run says how far it got.
+const PROGRESS_EVERY: Duration = Duration::from_secs(30);
 
 #[derive(Parser)]
 struct Args {
@@ -57,11 +71,26 @@ struct Args {
 /// What one run measured.
 struct Run {
     ready: Duration,
-    /// Per process: its identity, peak RSS and objects owned.
-    processes: Vec<(String, u64, usize)>,
+    processes: Vec<Process>,
     cloud: usize,
     /// The API server's 5xx answers, by series.
     server_errors: Vec<(String, f64)>,
+}
+
+/// One provider process of a run.
+struct Process {
+    identity: String,
+    usage: Sampled,
+    owned: usize,
+}
+
+/// What a process's samples showed: its highest RSS and when it was
+/// sampled (from the start), and its CPU time at the last sample.
+#[derive(Clone, Copy, Default)]
+struct Sampled {
+    peak_rss: u64,
+    peak_at: Duration,
+    cpu: Duration,
 }
 
 #[tokio::main]
@@ -74,7 +103,7 @@ async fn main() -> anyhow::Result<()> {
     };
     let sharded = run(&args, args.replicas, true).await?;
     if let Some(single) = &single {
-        let (_, single_rss, _) = single.processes[0];
+        let single_rss = single.processes[0].usage.peak_rss;
         println!(
             "time to all Ready: {} replicas {:.1} s, one provider {:.1} s: {:.2}x",
             args.replicas,
@@ -82,11 +111,14 @@ async fn main() -> anyhow::Result<()> {
             single.ready.as_secs_f64(),
             sharded.ready.as_secs_f64() / single.ready.as_secs_f64()
         );
-        for (identity, rss, _) in &sharded.processes {
+        for Process {
+            identity, usage, ..
+        } in &sharded.processes
+        {
             println!(
                 "peak RSS {identity}: {:.1} MiB, {:.0} % of one provider's {:.1} MiB",
-                *rss as f64 / MIB,
-                100.0 * *rss as f64 / single_rss as f64,
+                usage.peak_rss as f64 / MIB,
+                100.0 * usage.peak_rss as f64 / single_rss as f64,
                 single_rss as f64 / MIB
             );
         }
@@ -120,10 +152,12 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
         applying.elapsed().as_secs_f64()
     );
 
-    let watching = tokio::spawn(all_ready(world.kube(), args.count));
+    let requests_before = apiserver_requests(&world).await?;
+    let cpu_before = cpu_elsewhere();
+    let watching = tokio::spawn(all_ready(world.kube(), args.count, label.clone()));
     let start = Instant::now();
     let mut processes = Vec::new();
-    let peaks: Arc<Mutex<BTreeMap<String, u64>>> = Arc::default();
+    let samples: Arc<Mutex<BTreeMap<String, Sampled>>> = Arc::default();
     let mut samplers = Vec::new();
     // Started together, as a Deployment's pods are.
     for i in 0..replicas {
@@ -143,27 +177,33 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
     }
     for (identity, process) in &mut processes {
         process.wait_ready(Duration::from_secs(60)).await?;
-        let (pid, peaks, name) = (process.pid(), peaks.clone(), identity.clone());
+        let (pid, samples, name) = (process.pid(), samples.clone(), identity.clone());
         samplers.push(tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(1));
             loop {
                 tick.tick().await;
                 let Ok(usage) = usage_of(pid) else { return };
-                let mut peaks = peaks.lock().expect("peaks");
-                let peak = peaks.entry(name.clone()).or_default();
-                *peak = (*peak).max(usage.rss_bytes);
+                let mut samples = samples.lock().expect("samples");
+                let sampled = samples.entry(name.clone()).or_default();
+                sampled.cpu = usage.cpu;
+                if usage.rss_bytes > sampled.peak_rss {
+                    sampled.peak_rss = usage.rss_bytes;
+                    sampled.peak_at = start.elapsed();
+                }
             }
         }));
     }
     tokio::time::timeout(Duration::from_secs(3_600), watching).await???;
     let ready = start.elapsed();
+    let requests = since(&requests_before, &apiserver_requests(&world).await?);
+    let cpu = cpu_elsewhere().since(&cpu_before);
     for sampler in samplers {
         sampler.abort();
     }
     let owners = owners(&world).await?;
     let cloud = cloud_vpcs(&world).await?;
     let server_errors = server_errors(&world).await?;
-    let peaks = peaks.lock().expect("peaks").clone();
+    let samples = samples.lock().expect("samples").clone();
     let measured = Run {
         ready,
         processes: processes
@@ -174,8 +214,11 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
                 } else {
                     args.count
                 };
-                let peak = peaks.get(identity).copied().unwrap_or(0);
-                (identity.clone(), peak, owned)
+                Process {
+                    identity: identity.clone(),
+                    usage: samples.get(identity).copied().unwrap_or_default(),
+                    owned,
+                }
             })
             .collect(),
         cloud,
@@ -194,13 +237,26 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
     for (series, count) in &measured.server_errors {
         println!("[{label}] API server 5xx: {series}: {count}");
     }
-    for (identity, peak, owned) in &measured.processes {
+    for p in &measured.processes {
         println!(
-            "[{label}] {identity}: peak RSS {:.1} MiB, owns {owned} ({:.1} %)",
-            *peak as f64 / MIB,
-            100.0 * *owned as f64 / args.count as f64
+            "[{label}] {}: peak RSS {:.1} MiB at {:.0} s, CPU {:.1} s, owns {} ({:.1} %)",
+            p.identity,
+            p.usage.peak_rss as f64 / MIB,
+            p.usage.peak_at.as_secs_f64(),
+            p.usage.cpu.as_secs_f64(),
+            p.owned,
+            100.0 * p.owned as f64 / args.count as f64
         );
     }
+    print_requests(&label, &requests, args.count);
+    println!(
+        "[{label}] CPU: the machine {:.0} % busy of {} cores; kube-apiserver {:.1} s, etcd {:.1} s, fakecloud and this benchmark {:.1} s",
+        cpu.busy_share() * 100.0,
+        std::thread::available_parallelism().map_or(1, usize::from),
+        cpu.apiserver.as_secs_f64(),
+        cpu.etcd.as_secs_f64(),
+        cpu.this.as_secs_f64(),
+    );
     anyhow::ensure!(
         measured.cloud == args.count,
         "{} cloud VPCs for {} managed",
@@ -222,7 +278,7 @@ async fn apply(world: &World, count: usize, clients: usize) -> anyhow::Result<()
             let api: Api<Vpc> = Api::namespaced(kube.clone(), namespace);
             let name = format!("vpc-{i}");
             let vpc = json!({
-                "apiVersion": "network.fakecloud.m.crossplane.io/v1alpha1", "kind": "VPC",
+                "apiVersion": "network.fakecloud.m.crossplane.io/v1beta1", "kind": "VPC",
                 "metadata": { "name": name, "namespace": namespace },
                 "spec": { "forProvider": { "region": "us-east-1", "cidrBlock": "10.0.0.0/16" } },
             });
@@ -238,14 +294,20 @@ async fn apply(world: &World, count: usize, clients: usize) -> anyhow::Result<()
     Ok(())
 }
 
-/// Resolves once `count` VPCs have been Ready, from one watch. Its list
+/// Resolves once `count` VPCs have been Ready, from one watch, saying
+/// every [`PROGRESS_EVERY`] how many are labelled (assigned to a replica)
+/// and how many Ready, so a run's pace over time is on record. Its list
 /// comes from the API server's watch cache (`any_semantic`), as the
 /// provider's do: at 100,000 VPCs on a busy API server, a list paged from
 /// etcd outlived etcd's compaction, and its next page was refused with 410
 /// Expired, again on every attempt. A watch error is not the end: the
 /// watcher lists again after its backoff.
-async fn all_ready(kube: kube::Client, count: usize) -> anyhow::Result<()> {
+async fn all_ready(kube: kube::Client, count: usize, label: String) -> anyhow::Result<()> {
     let mut ready = HashSet::new();
+    let mut labelled = HashSet::new();
+    let start = Instant::now();
+    let mut progress =
+        tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
     // From the watch cache, in one piece: while the API server's cache is
     // not ready a paged list from etcd outlives its compaction at this
     // size (410 Expired), and kube-runtime starts it again from the top.
@@ -255,7 +317,20 @@ async fn all_ready(kube: kube::Client, count: usize) -> anyhow::Result<()> {
         .default_backoff()
         .applied_objects();
     tokio::pin!(events);
-    while let Some(event) = events.next().await {
+    loop {
+        let event = tokio::select! {
+            event = events.next() => event,
+            _ = progress.tick() => {
+                println!(
+                    "[{label}] {:.0} s: {} labelled, {} Ready",
+                    start.elapsed().as_secs_f64(),
+                    labelled.len(),
+                    ready.len()
+                );
+                continue;
+            }
+        };
+        let Some(event) = event else { break };
         let vpc = match event {
             Ok(vpc) => vpc,
             Err(error) => {
@@ -263,6 +338,9 @@ async fn all_ready(kube: kube::Client, count: usize) -> anyhow::Result<()> {
                 continue;
             }
         };
+        if vpc.labels().contains_key(LABEL) {
+            labelled.insert(vpc.uid().unwrap_or_default());
+        }
         if is_ready(&vpc) {
             ready.insert(vpc.uid().unwrap_or_default());
             if ready.len() >= count {
@@ -301,4 +379,111 @@ async fn server_errors(world: &World) -> anyhow::Result<Vec<(String, f64)>> {
     Ok(apiserver_metrics::server_errors(
         &apiserver_requests(world).await?,
     ))
+}
+
+/// Where the API server's work went while the providers ran: writes to
+/// VPCs per VPC, conflicts, and every series of at least one request per
+/// ten VPCs, largest first.
+fn print_requests(label: &str, requests: &Requests, count: usize) {
+    let sum = |f: &dyn Fn(&apiserver_metrics::Request) -> bool| {
+        requests
+            .iter()
+            .filter(|(r, _)| f(r))
+            .fold(0.0, |sum, (_, n)| sum + n)
+    };
+    let vpc_writes = sum(&|r| r.resource == "vpcs" && is_write(&r.verb));
+    println!(
+        "[{label}] API server: {:.0} requests, {:.0} VPC writes ({:.2} per VPC), {:.0} answered 409",
+        sum(&|_| true),
+        vpc_writes,
+        vpc_writes / count as f64,
+        sum(&|r| r.code == "409"),
+    );
+    let mut series: Vec<_> = requests
+        .iter()
+        .filter(|(_, n)| **n * 10.0 >= count as f64)
+        .collect();
+    series.sort_by(|a, b| b.1.total_cmp(a.1));
+    for (r, n) in series {
+        let resource = if r.subresource.is_empty() {
+            r.resource.clone()
+        } else {
+            format!("{}/{}", r.resource, r.subresource)
+        };
+        println!("[{label}]   {} {resource} {}: {n:.0}", r.verb, r.code);
+    }
+}
+
+/// CPU time spent outside the providers: the control plane's two
+/// processes, this one (fakecloud runs in it), and the machine's share of
+/// time busy.
+#[derive(Default)]
+struct CpuElsewhere {
+    apiserver: Duration,
+    etcd: Duration,
+    this: Duration,
+    /// Busy and all jiffies of every core, from `/proc/stat`.
+    busy: u64,
+    total: u64,
+}
+
+impl CpuElsewhere {
+    fn since(&self, before: &CpuElsewhere) -> CpuElsewhere {
+        CpuElsewhere {
+            apiserver: self.apiserver.saturating_sub(before.apiserver),
+            etcd: self.etcd.saturating_sub(before.etcd),
+            this: self.this.saturating_sub(before.this),
+            busy: self.busy.saturating_sub(before.busy),
+            total: self.total.saturating_sub(before.total),
+        }
+    }
+
+    /// The share of the machine's time it was busy.
+    fn busy_share(&self) -> f64 {
+        if self.total == 0 {
+            0.0
+        } else {
+            self.busy as f64 / self.total as f64
+        }
+    }
+}
+
+/// Reads [`CpuElsewhere`] from `/proc`; what cannot be read counts as zero
+/// (a figure to explain a ratio, not one the run depends on).
+fn cpu_elsewhere() -> CpuElsewhere {
+    let mut out = CpuElsewhere::default();
+    let cpu_of = |pid: u32| usage_of(pid).map(|u| u.cpu).unwrap_or_default();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        match std::fs::read_to_string(entry.path().join("comm"))
+            .as_deref()
+            .map(str::trim)
+        {
+            Ok("kube-apiserver") => out.apiserver += cpu_of(pid),
+            Ok("etcd") => out.etcd += cpu_of(pid),
+            _ => {}
+        }
+    }
+    out.this = cpu_of(std::process::id());
+    if let Some(line) = std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|stat| stat.lines().next().map(str::to_owned))
+    {
+        // cpu user nice system idle iowait irq softirq steal ...
+        let jiffies: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        out.total = jiffies.iter().sum();
+        let idle = jiffies.get(3).copied().unwrap_or(0) + jiffies.get(4).copied().unwrap_or(0);
+        out.busy = out.total - idle;
+    }
+    out
 }
