@@ -134,38 +134,42 @@ impl LocalControlPlane {
         )?;
         // kube-apiserver retries etcd by itself: starting both at once saves
         // the time etcd needs to come up.
+        let mut apiserver_args = vec![
+            format!("--etcd-servers={etcd_url}"),
+            format!("--bind-address={host}"),
+            format!("--advertise-address={host}"),
+            format!("--secure-port={apiserver_port}"),
+            format!("--cert-dir={}", dir.display()),
+            format!("--tls-cert-file={}", pki.serving_cert.display()),
+            format!("--tls-private-key-file={}", pki.serving_key.display()),
+            format!(
+                "--service-account-key-file={}",
+                pki.service_account_public_key.display()
+            ),
+            format!(
+                "--service-account-signing-key-file={}",
+                pki.service_account_key.display()
+            ),
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_owned(),
+            format!("--token-auth-file={}", token_file.display()),
+            "--authorization-mode=RBAC".to_owned(),
+            format!("--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}"),
+            "--allow-privileged=true".to_owned(),
+            // Off unless asked for: `E2E_APISERVER_PROFILING=1` serves
+            // Go's /debug/pprof, to see where the API server's CPU goes
+            // under a benchmark (docs/operating/api-server-cost.md).
+            format!(
+                "--profiling={}",
+                std::env::var_os("E2E_APISERVER_PROFILING").is_some_and(|v| v == "1")
+            ),
+        ];
+        if std::env::var_os("E2E_APISERVER_AUDIT").is_some_and(|v| v == "1") {
+            apiserver_args.extend(audit_args(dir, &logs)?);
+        }
         let apiserver = ManagedProcess::spawn(
             "kube-apiserver",
             &assets.kube_apiserver,
-            &[
-                format!("--etcd-servers={etcd_url}"),
-                format!("--bind-address={host}"),
-                format!("--advertise-address={host}"),
-                format!("--secure-port={apiserver_port}"),
-                format!("--cert-dir={}", dir.display()),
-                format!("--tls-cert-file={}", pki.serving_cert.display()),
-                format!("--tls-private-key-file={}", pki.serving_key.display()),
-                format!(
-                    "--service-account-key-file={}",
-                    pki.service_account_public_key.display()
-                ),
-                format!(
-                    "--service-account-signing-key-file={}",
-                    pki.service_account_key.display()
-                ),
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_owned(),
-                format!("--token-auth-file={}", token_file.display()),
-                "--authorization-mode=RBAC".to_owned(),
-                format!("--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}"),
-                "--allow-privileged=true".to_owned(),
-                // Off unless asked for: `E2E_APISERVER_PROFILING=1` serves
-                // Go's /debug/pprof, to see where the API server's CPU goes
-                // under a benchmark (docs/operating/api-server-cost.md).
-                format!(
-                    "--profiling={}",
-                    std::env::var_os("E2E_APISERVER_PROFILING").is_some_and(|v| v == "1")
-                ),
-            ],
+            &apiserver_args,
             logs.join("kube-apiserver.log"),
         )?;
 
@@ -315,6 +319,29 @@ impl Drop for LocalControlPlane {
             );
         }
     }
+}
+
+/// The API server's flags for an audit log of every list and watch, with
+/// who asked (user agent), what (selector, resourceVersion) and how it
+/// ended, in `logs/audit.log`: asked for with `E2E_APISERVER_AUDIT=1`, to
+/// see which client reopens its watches and why
+/// (docs/operating/api-server-cost.md). Writes are not logged: they are
+/// most of a benchmark's requests, and the metrics count them.
+fn audit_args(dir: &Path, logs: &Path) -> Result<Vec<String>, ClusterError> {
+    let policy = dir.join("audit-policy.yaml");
+    let rules = "apiVersion: audit.k8s.io/v1\n\
+                 kind: Policy\n\
+                 omitStages: [RequestReceived]\n\
+                 rules:\n\
+                 - level: Metadata\n  verbs: [list, watch]\n\
+                 - level: None\n";
+    std::fs::write(&policy, rules)
+        .map_err(|e| ClusterError::io(format!("writing {}", policy.display()), e))?;
+    Ok(vec![
+        format!("--audit-policy-file={}", policy.display()),
+        format!("--audit-log-path={}", logs.join("audit.log").display()),
+        "--audit-log-mode=batch".to_owned(),
+    ])
 }
 
 /// etcd fsyncs on every write; on tmpfs that costs nothing, and the data

@@ -153,9 +153,10 @@ pub fn flags_page() -> String {
     command_sections(&mut page, 2, "demo", &demo_cli::Args::command());
     // The `node` feature's flag, on its own: a demo built without the
     // feature does not take it.
-    let node = demo_cli::NodeArgs::augment_args(Command::new("demo").about(
-        "Only in a demo built with `--features node`, as `scripts/demo --on-node` builds it.",
-    ));
+    let node = demo_cli::NodeArgs::augment_args(
+        Command::new("demo")
+            .about("Only in a demo built with `--features node`, as `scripts/demo` builds it."),
+    );
     command_sections(&mut page, 3, "demo, built with the `node` feature", &node);
     page
 }

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
-use apis::kinds::vpc::m::Vpc;
+use apis::kinds::vpc::v1beta1::Vpc;
 use e2e::objects::Objects;
 use e2e::world::{World, WorldOptions, condition, external_name, is_ready, is_synced};
 use fakecloud::model::{Actor, AuditEntry, AuditQuery, Kind, Throttling};
@@ -100,7 +100,7 @@ fn throttled() -> Throttling {
 /// `config` of its namespace, or the `default` ClusterProviderConfig.
 fn vpc(batch: &str, name: &str, config: Option<&str>) -> Value {
     let mut vpc = json!({
-        "apiVersion": "network.fakecloud.m.crossplane.io/v1alpha1", "kind": "VPC",
+        "apiVersion": "network.fakecloud.m.crossplane.io/v1beta1", "kind": "VPC",
         "metadata": { "name": name, "labels": { BATCH_LABEL: batch } },
         "spec": { "forProvider": { "region": "us-east-1", "cidrBlock": "10.0.0.0/16" } },
     });

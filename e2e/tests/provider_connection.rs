@@ -13,7 +13,7 @@ use e2e::scenarios::{Verdict, connection};
 use e2e::scope::{Legacy, Namespaced, Scope};
 use e2e::world::{NAMESPACE, World, condition, is_ready};
 use fakecloud::model::Credentials;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -267,9 +267,18 @@ async fn a_secret_controlled_by_another_object_is_never_overwritten() -> anyhow:
     let world = World::start().await?;
     let name = e2e::unique_name("taken");
     let secrets: Api<Secret> = Api::namespaced(world.kube(), NAMESPACE);
+    // Its controller exists: a Secret owned by an object that does not is
+    // the garbage collector's to delete, which on a busy machine it did
+    // before the test read the Secret again.
+    let owner: ConfigMap = Api::namespaced(world.kube(), NAMESPACE)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({ "metadata": { "name": "owner" } }))?,
+        )
+        .await?;
     let foreign = serde_json::from_value(json!({
         "metadata": { "name": "someone-elses", "ownerReferences": [{
-            "apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "00000000-0000-0000-0000-000000000001",
+            "apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner.metadata.uid,
             "controller": true,
         }] },
         "type": CONNECTION_SECRET_TYPE,
