@@ -39,7 +39,7 @@ pub const FAKECLOUD_IMAGE: ImageName = ("fakecloud-provider/fakecloud", "dev");
 pub const PROVIDER_IMAGE: ImageName = ("fakecloud-provider/provider", "dev");
 
 /// What makes the images when they are missing.
-const MAKE_IMAGES: &str = "scripts/images (base and control-plane images), then scripts/compose build (the project's images)";
+const MAKE_IMAGES: &str = "scripts/images (base and control-plane images), then scripts/host-images (the project's, from this checkout's binaries) or scripts/compose build (the project's, compiled inside Docker)";
 
 const APISERVER_PORT: u16 = 6443;
 const FAKECLOUD_PORT: u16 = 8787;
@@ -85,10 +85,12 @@ fn repo_root() -> PathBuf {
 }
 
 /// Makes the base images (`scripts/images`, which leaves present ones
-/// alone) and builds the project's images (`scripts/compose build`, a few
-/// seconds when Docker's layer cache has every layer). Test processes on
-/// one machine take turns through a lock file: concurrent builds of the same
-/// Dockerfile would compile the workspace twice at once.
+/// alone) and the project's images from this checkout's binaries
+/// (`scripts/host-images`: a no-op cargo build when the suite's build ran,
+/// then seconds of `docker build`), so a Docker test run alone tests the
+/// code it was built from. Test processes on one machine take turns
+/// through a lock file: concurrent builds would build the same images
+/// twice at once.
 pub fn build_images() -> Result<(), ClusterError> {
     let lock_path = std::env::temp_dir().join("fakecloud-provider-images.lock");
     let lock = std::fs::File::create(&lock_path)
@@ -98,7 +100,7 @@ pub fn build_images() -> Result<(), ClusterError> {
     let root = repo_root();
     for (script, args) in [
         ("scripts/images", &[][..]),
-        ("scripts/compose", &["build", "-q"][..]),
+        ("scripts/host-images", &[][..]),
     ] {
         let output = Command::new(root.join(script))
             .args(args)

@@ -8,8 +8,10 @@
 //! non-zero exit.
 //!
 //! Needs a Docker engine with Compose (v2 or 1.29); without one these tests
-//! fail, they never skip. The images are built first (scripts/images for the
-//! base images, then `scripts/compose build`), cheaply when present.
+//! fail, they never skip. The images are made first (scripts/images for the
+//! base images, then scripts/host-images from this checkout's binaries),
+//! cheaply when present. Since CI therefore never runs the Dockerfile's
+//! `build` stage, a test here holds that stage to the workspace.
 
 use std::collections::BTreeSet;
 use std::net::TcpListener;
@@ -440,4 +442,291 @@ fn bad_set_up_is_named_with_a_non_zero_exit() {
         out.contains("fakecloud-provider-test/missing-base:none") && out.contains("scripts/images"),
         "{out}"
     );
+}
+
+/// What the Dockerfile's `build` stage does, read from its instructions
+/// (continuation lines joined, comments dropped).
+struct BuildStage {
+    /// Every path a COPY of the stage takes from the context.
+    copied: Vec<String>,
+    /// The crate folders the dependency step gives a stub `src/lib.rs`.
+    stub_crates: Vec<String>,
+    /// The files the dependency step writes `fn main() {}` into.
+    stub_mains: Vec<String>,
+    /// The packages and binaries its cargo build names (`-p`, `--bin`).
+    packages: Vec<String>,
+    bins: Vec<String>,
+}
+
+impl BuildStage {
+    fn parse(dockerfile: &str) -> Self {
+        let joined = dockerfile.replace("\\\n", " ");
+        let mut stage = BuildStage {
+            copied: Vec::new(),
+            stub_crates: Vec::new(),
+            stub_mains: Vec::new(),
+            packages: Vec::new(),
+            bins: Vec::new(),
+        };
+        let mut in_build = false;
+        let mut stubs_seen = false;
+        for line in joined.lines().map(str::trim) {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let instruction = words[0].to_ascii_uppercase();
+            if instruction == "FROM" {
+                in_build = words.last() == Some(&"build");
+                continue;
+            }
+            if !in_build {
+                continue;
+            }
+            match instruction.as_str() {
+                "COPY" => {
+                    let args: Vec<&str> = words[1..]
+                        .iter()
+                        .copied()
+                        .filter(|w| !w.starts_with("--"))
+                        .collect();
+                    if let Some((_, sources)) = args.split_last() {
+                        stage.copied.extend(sources.iter().map(|s| (*s).to_owned()));
+                    }
+                }
+                "ARG" if line.contains("cargo build") => {
+                    for pair in words.windows(2) {
+                        let value = pair[1].trim_matches('"').to_owned();
+                        match pair[0].trim_matches('"') {
+                            "-p" => stage.packages.push(value),
+                            "--bin" => stage.bins.push(value),
+                            _ => {}
+                        }
+                    }
+                }
+                "RUN" if !stubs_seen => {
+                    stubs_seen = true;
+                    let list = |head: &str| -> Vec<String> {
+                        line.split(head)
+                            .nth(1)
+                            .and_then(|rest| rest.split("; do").next())
+                            .map(|items| items.split_whitespace().map(str::to_owned).collect())
+                            .unwrap_or_default()
+                    };
+                    stage.stub_crates = list("for crate in ");
+                    stage.stub_mains = list("for main in ");
+                }
+                _ => {}
+            }
+        }
+        stage
+    }
+
+    /// Whether the context path `path` reaches the build through a COPY.
+    fn copies(&self, path: &str) -> bool {
+        self.copied.iter().any(|copied| {
+            let copied = copied.trim_end_matches('/');
+            path == copied || path.starts_with(&format!("{copied}/"))
+        })
+    }
+}
+
+/// `path` with `.` and `..` taken out (without touching the file system).
+fn normalized(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Every `.rs` file under `dir`.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The files `source` (a file of package folder `package`) compiles in:
+/// `include_str!`/`include_bytes!` (relative to the file) and sqlx's
+/// `migrate!` (relative to the package). A file's test module, which this
+/// workspace keeps at the end of the file, is not compiled into an image.
+fn compiled_in(source: &Path, package: &Path) -> Vec<PathBuf> {
+    let text = std::fs::read_to_string(source).unwrap_or_default();
+    let text = text.split("#[cfg(test)]\nmod ").next().unwrap_or_default();
+    let mut out = Vec::new();
+    for (macro_, base) in [
+        ("include_str!(\"", source.parent().unwrap_or(package)),
+        ("include_bytes!(\"", source.parent().unwrap_or(package)),
+        ("migrate!(\"", package),
+    ] {
+        for rest in text.split(macro_).skip(1) {
+            if let Some(path) = rest.split('"').next() {
+                out.push(normalized(&base.join(path)));
+            }
+        }
+    }
+    out
+}
+
+/// What the Dockerfile's `build` stage misses of the workspace that
+/// `metadata` (`cargo metadata --no-deps`) describes at `root`: each gap
+/// said in a sentence.
+fn build_stage_gaps(dockerfile: &str, metadata: &serde_json::Value, root: &Path) -> Vec<String> {
+    let stage = BuildStage::parse(dockerfile);
+    let relative = |path: &Path| {
+        path.strip_prefix(root)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .into_owned()
+    };
+    let packages = metadata["packages"].as_array().cloned().unwrap_or_default();
+    let folder = |package: &serde_json::Value| {
+        Path::new(package["manifest_path"].as_str().unwrap_or_default())
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default()
+    };
+    let mut gaps = Vec::new();
+    if stage.packages.is_empty() || stage.bins.is_empty() || stage.stub_mains.is_empty() {
+        gaps.push("no `build` stage with a cargo build and stub sources was found".to_owned());
+    }
+    for package in &packages {
+        let dir = folder(package);
+        let name = relative(&dir);
+        let manifest_path = dir.join("Cargo.toml");
+        if !stage.copies(&relative(&manifest_path)) {
+            gaps.push(format!("{name}/Cargo.toml is not copied (cargo cannot load the workspace)"));
+        }
+        if !stage.stub_crates.contains(&name) {
+            gaps.push(format!("{name} gets no stub src/lib.rs in the dependency step"));
+        }
+        // Targets a manifest declares by name need their file, stub or real.
+        let manifest = std::fs::read_to_string(&manifest_path).unwrap_or_default();
+        for target in package["targets"].as_array().into_iter().flatten() {
+            let target_name = target["name"].as_str().unwrap_or_default();
+            let kinds: Vec<&str> = target["kind"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|k| k.as_str())
+                .collect();
+            let declared = ["bin", "bench", "example", "test"].iter().any(|kind| {
+                manifest.split(&format!("[[{kind}]]")).skip(1).any(|section| {
+                    section
+                        .split("\n[")
+                        .next()
+                        .is_some_and(|s| s.contains(&format!("name = \"{target_name}\"")))
+                })
+            });
+            let built_bin = kinds.contains(&"bin") && stage.bins.iter().any(|b| b == target_name);
+            let src = relative(Path::new(target["src_path"].as_str().unwrap_or_default()));
+            if (declared || built_bin) && !stage.stub_mains.contains(&src) {
+                gaps.push(format!("{src} (target {target_name}) gets no stub in the dependency step"));
+            }
+        }
+    }
+    // The packages the build compiles: those it names and their path
+    // dependencies (not dev-dependencies), all the way down.
+    let mut built: BTreeSet<String> = stage.packages.iter().cloned().collect();
+    loop {
+        let before = built.len();
+        for package in &packages {
+            if !built.contains(package["name"].as_str().unwrap_or_default()) {
+                continue;
+            }
+            for dependency in package["dependencies"].as_array().into_iter().flatten() {
+                if dependency["path"].is_string() && dependency["kind"].as_str() != Some("dev") {
+                    built.insert(dependency["name"].as_str().unwrap_or_default().to_owned());
+                }
+            }
+        }
+        if built.len() == before {
+            break;
+        }
+    }
+    for package in &packages {
+        if !built.contains(package["name"].as_str().unwrap_or_default()) {
+            continue;
+        }
+        let dir = folder(package);
+        for target in package["targets"].as_array().into_iter().flatten() {
+            let src = Path::new(target["src_path"].as_str().unwrap_or_default());
+            let kinds = target["kind"].to_string();
+            let name = target["name"].as_str().unwrap_or_default();
+            let compiled = kinds.contains("lib")
+                || kinds.contains("proc-macro")
+                || (kinds.contains("bin") && stage.bins.iter().any(|b| b == name));
+            if compiled && !stage.copies(&relative(src)) {
+                gaps.push(format!("{} (target {name}) is not copied", relative(src)));
+            }
+        }
+        let mut sources = Vec::new();
+        rust_files(&dir.join("src"), &mut sources);
+        for source in sources.iter().filter(|s| stage.copies(&relative(s))) {
+            for file in compiled_in(source, &dir) {
+                if !stage.copies(&relative(&file)) {
+                    gaps.push(format!(
+                        "{} compiles in {}, which is not copied",
+                        relative(source),
+                        relative(&file)
+                    ));
+                }
+            }
+        }
+    }
+    gaps
+}
+
+/// CI makes the images from this checkout's binaries (scripts/host-images)
+/// and never runs the Dockerfile's `build` stage, which `docker compose up`
+/// runs on a fresh clone. So it is held to the workspace here: every
+/// member's manifest copied and stubbed, every declared target stubbed,
+/// every compiled source and every file compiled in copied. And the check
+/// finds each kind of gap in a Dockerfile that has it.
+#[test]
+fn the_dockerfiles_build_stage_covers_the_workspace() {
+    let root = repo_root();
+    let output = Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline", "--locked"])
+        .current_dir(&root)
+        .output()
+        .expect("cargo metadata runs");
+    assert!(output.status.success(), "{}", text(&output));
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON");
+    let dockerfile = std::fs::read_to_string(root.join("Dockerfile")).expect("the Dockerfile");
+    let gaps = build_stage_gaps(&dockerfile, &metadata, &root);
+    assert!(gaps.is_empty(), "the Dockerfile's build stage misses:\n{}", gaps.join("\n"));
+
+    for (line, gap) in [
+        ("COPY fakecloud/migrations fakecloud/migrations\n", "fakecloud/migrations"),
+        ("COPY provider/src provider/src\n", "provider/src/lib.rs"),
+        ("COPY metrics-exposition/Cargo.toml metrics-exposition/\n", "metrics-exposition/Cargo.toml"),
+        ("                provider/benches/conversion.rs \\\n", "provider/benches/conversion.rs"),
+    ] {
+        assert!(dockerfile.contains(line), "the Dockerfile has {line:?}");
+        let broken = dockerfile.replacen(line, "", 1);
+        let gaps = build_stage_gaps(&broken, &metadata, &root);
+        assert!(
+            gaps.iter().any(|g| g.contains(gap)),
+            "without {line:?} the check finds {gap}; it found {gaps:?}"
+        );
+    }
+    let no_build = dockerfile.replace("AS build", "AS compile");
+    assert!(!build_stage_gaps(&no_build, &metadata, &root).is_empty());
 }

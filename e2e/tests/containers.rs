@@ -54,6 +54,7 @@ fn a_missing_image_names_the_commands_that_make_it() {
     assert!(
         message.contains("fakecloud-provider-test/missing:none")
             && message.contains("scripts/images")
+            && message.contains("scripts/host-images")
             && message.contains("scripts/compose build"),
         "{message}"
     );

@@ -4,7 +4,7 @@
 //! manager reads it, its CRDs installed on a real API server.
 //!
 //! Needs a Docker engine, the provider image `fakecloud-provider/provider:dev`
-//! (made by `scripts/images`, then `scripts/compose build`, which these tests
+//! (made by `scripts/images`, then `scripts/host-images`, which these tests
 //! run when it is missing) and Debian's `skopeo`, `umoci` and
 //! `docker-registry`. Without any of them these tests fail, naming what is
 //! missing; they never skip.

@@ -85,7 +85,7 @@ fn save_with(mut command: Command, image: &str) -> Result<ArchiveImage> {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let hint =
             if stderr.contains("No such image") || stderr.contains("reference does not exist") {
-                " (the provider image is made by scripts/images, then scripts/compose build)"
+                " (the provider image is made by scripts/images, then scripts/host-images or scripts/compose build)"
             } else {
                 ""
             };

@@ -44,7 +44,7 @@ pub(super) async fn start(
     progress: &Progress,
 ) -> Result<System, DemoError> {
     progress.step(
-        "making the images (scripts/images, scripts/compose build; the first time, a release build inside Docker: many minutes)",
+        "making the images (scripts/images, then scripts/host-images from this checkout's binaries; the first time, the whole workspace's build: many minutes)",
     );
     blocking(e2e::containers::build_images).await??;
     progress.step(
