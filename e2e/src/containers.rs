@@ -98,12 +98,8 @@ pub fn build_images() -> Result<(), ClusterError> {
     lock.lock()
         .map_err(|e| ClusterError::io(format!("locking {}", lock_path.display()), e))?;
     let root = repo_root();
-    for (script, args) in [
-        ("scripts/images", &[][..]),
-        ("scripts/host-images", &[][..]),
-    ] {
+    for script in ["scripts/images", "scripts/host-images"] {
         let output = Command::new(root.join(script))
-            .args(args)
             .current_dir(&root)
             .output()
             .map_err(|e| ClusterError::io(format!("running {script}"), e))?;
@@ -115,7 +111,7 @@ pub fn build_images() -> Result<(), ClusterError> {
             );
             let tail: Vec<&str> = text.lines().rev().take(30).collect();
             return Err(ClusterError::Containers {
-                what: format!("{script} {} failed ({})", args.join(" "), output.status),
+                what: format!("{script} failed ({})", output.status),
                 reason: tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
             });
         }

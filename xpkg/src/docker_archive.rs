@@ -83,12 +83,13 @@ fn save_with(mut command: Command, image: &str) -> Result<ArchiveImage> {
         .map_err(|e| save_error(format!("waiting for docker: {e}")))?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let hint =
-            if stderr.contains("No such image") || stderr.contains("reference does not exist") {
-                " (the provider image is made by scripts/images, then scripts/host-images or scripts/compose build)"
-            } else {
-                ""
-            };
+        let hint = if stderr.contains("No such image")
+            || stderr.contains("reference does not exist")
+        {
+            " (the provider image is made by scripts/images, then scripts/host-images or scripts/compose build)"
+        } else {
+            ""
+        };
         return Err(save_error(format!(
             "{}: {}{hint}",
             output.status,
