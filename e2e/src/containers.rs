@@ -85,10 +85,10 @@ fn repo_root() -> PathBuf {
 }
 
 /// Makes the base images (`scripts/images`, which leaves present ones
-/// alone) and the project's images from this checkout's binaries
-/// (`scripts/host-images`: a no-op cargo build when the suite's build ran,
-/// then seconds of `docker build`), so a Docker test run alone tests the
-/// code it was built from. Test processes on one machine take turns
+/// alone) and the project's images from the binaries in `target/debug`
+/// (`scripts/host-images`: seconds of `docker build`; it builds them only
+/// when one is missing). As with the process tests, after a change build
+/// them as scripts/test does first. Test processes on one machine take turns
 /// through a lock file: concurrent builds would build the same images
 /// twice at once.
 pub fn build_images() -> Result<(), ClusterError> {
