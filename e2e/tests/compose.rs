@@ -446,6 +446,7 @@ fn bad_set_up_is_named_with_a_non_zero_exit() {
 
 /// What the Dockerfile's `build` stage does, read from its instructions
 /// (continuation lines joined, comments dropped).
+#[derive(Default)]
 struct BuildStage {
     /// Every path a COPY of the stage takes from the context.
     copied: Vec<String>,
@@ -461,13 +462,7 @@ struct BuildStage {
 impl BuildStage {
     fn parse(dockerfile: &str) -> Self {
         let joined = dockerfile.replace("\\\n", " ");
-        let mut stage = BuildStage {
-            copied: Vec::new(),
-            stub_crates: Vec::new(),
-            stub_mains: Vec::new(),
-            packages: Vec::new(),
-            bins: Vec::new(),
-        };
+        let mut stage = BuildStage::default();
         let mut in_build = false;
         let mut stubs_seen = false;
         for line in joined.lines().map(str::trim) {
@@ -583,6 +578,16 @@ fn compiled_in(source: &Path, package: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The kinds (`lib`, `bin`, `bench`, ...) of a `cargo metadata` target.
+fn kinds_of(target: &serde_json::Value) -> Vec<&str> {
+    target["kind"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|k| k.as_str())
+        .collect()
+}
+
 /// What the Dockerfile's `build` stage misses of the workspace that
 /// `metadata` (`cargo metadata --no-deps`) describes at `root`: each gap
 /// said in a sentence.
@@ -623,12 +628,7 @@ fn build_stage_gaps(dockerfile: &str, metadata: &serde_json::Value, root: &Path)
         let manifest = std::fs::read_to_string(&manifest_path).unwrap_or_default();
         for target in package["targets"].as_array().into_iter().flatten() {
             let target_name = target["name"].as_str().unwrap_or_default();
-            let kinds: Vec<&str> = target["kind"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|k| k.as_str())
-                .collect();
+            let kinds = kinds_of(target);
             let declared = ["bin", "bench", "example", "test"].iter().any(|kind| {
                 kinds.contains(kind)
                     && manifest
@@ -682,11 +682,11 @@ fn build_stage_gaps(dockerfile: &str, metadata: &serde_json::Value, root: &Path)
         let dir = folder(package);
         for target in package["targets"].as_array().into_iter().flatten() {
             let src = Path::new(target["src_path"].as_str().unwrap_or_default());
-            let kinds = target["kind"].to_string();
+            let kinds = kinds_of(target);
             let name = target["name"].as_str().unwrap_or_default();
-            let compiled = kinds.contains("lib")
-                || kinds.contains("proc-macro")
-                || (kinds.contains("bin") && stage.bins.iter().any(|b| b == name));
+            let compiled = kinds.contains(&"lib")
+                || kinds.contains(&"proc-macro")
+                || (kinds.contains(&"bin") && stage.bins.iter().any(|b| b == name));
             if compiled && !stage.copies(&relative(src)) {
                 gaps.push(format!("{} (target {name}) is not copied", relative(src)));
             }
