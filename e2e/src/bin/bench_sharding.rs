@@ -196,14 +196,14 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
         .iter()
         .map(|(_, process)| process.metrics_addr.to_string())
         .collect();
-    let all = all_ready(world.kube(), metrics, args.count, label.clone());
-    let ready = tokio::time::timeout(Duration::from_secs(3_600), all).await?? - start;
+    let all = all_ready(world.kube(), metrics, args.count, &label, start);
+    let (reached, owners) = tokio::time::timeout(Duration::from_secs(3_600), all).await??;
+    let ready = reached - start;
     let requests = since(&requests_before, &apiserver_requests(&world).await?);
     let cpu = cpu_elsewhere().since(&cpu_before);
     for sampler in samplers {
         sampler.abort();
     }
-    let owners = owners(&world).await?;
     let cloud = cloud_vpcs(&world).await?;
     let server_errors = server_errors(&world).await?;
     let samples = samples.lock().expect("samples").clone();
@@ -300,14 +300,15 @@ async fn apply(world: &World, count: usize, clients: usize) -> anyhow::Result<()
 /// How often the replicas' gauges are read while waiting for all Ready.
 const GAUGES_EVERY: Duration = Duration::from_secs(2);
 
-/// Resolves, with the moment it happened, once the replicas' gauges
+/// Resolves, with the moment it happened and the VPCs each owner label
+/// holds (from the same read), once the replicas' gauges
 /// (`crossplane_managed_resource_ready` on each one's `/metrics`, summed)
 /// say `count` VPCs are Ready and a paged read of every VPC from the API
 /// server confirms it; every [`PROGRESS_EVERY`] it says how many the
 /// replicas hold (`crossplane_managed_resource_exists`: a replica's cache
 /// holds only its share, so in a sharded run that is the VPCs labelled and
 /// seen by their owner) and how many are Ready, so a run's pace over time
-/// is on record.
+/// is on record, in seconds since `start`.
 ///
 /// Not a watch of its own: at 100,000 VPCs the benchmark's watch of every
 /// VPC fell out of the API server's event window (410 Expired) four
@@ -317,15 +318,16 @@ const GAUGES_EVERY: Duration = Duration::from_secs(2);
 /// work while the API server grew to 20 GiB: load that was the
 /// benchmark's, not the provider's. The gauges cost the API server
 /// nothing; the one confirming read, a page at a time, runs only when they
-/// say all are Ready, and if it finds fewer the wait goes on.
+/// say all are Ready, and if it finds fewer, or a page fails on the busy
+/// API server, the wait goes on.
 async fn all_ready(
     kube: kube::Client,
     metrics: Vec<String>,
     count: usize,
-    label: String,
-) -> anyhow::Result<Instant> {
-    let start = Instant::now();
-    let mut last_progress = Instant::now();
+    label: &str,
+    start: Instant,
+) -> anyhow::Result<(Instant, BTreeMap<String, usize>)> {
+    let mut last_progress = start;
     loop {
         let (mut held, mut ready) = (0.0, 0.0);
         for addr in &metrics {
@@ -345,47 +347,37 @@ async fn all_ready(
             );
         }
         if ready >= count as f64 {
-            let confirmed = ready_in_api_server(&kube).await?;
-            if confirmed >= count {
-                return Ok(reached);
+            match read_all(&kube).await {
+                Ok((confirmed, owners)) if confirmed >= count => return Ok((reached, owners)),
+                Ok((confirmed, _)) => println!(
+                    "[{label}] the gauges said {ready} Ready, the API server {confirmed}: waiting on"
+                ),
+                Err(error) => {
+                    println!("[{label}] cannot read the VPCs to confirm: {error}; waiting on")
+                }
             }
-            println!(
-                "[{label}] the gauges said {ready} Ready, the API server {confirmed}: waiting on"
-            );
         }
         tokio::time::sleep(GAUGES_EVERY).await;
     }
 }
 
-/// The VPCs whose `Ready` condition is `True`, read a page at a time.
-async fn ready_in_api_server(kube: &kube::Client) -> anyhow::Result<usize> {
+/// Every VPC, read a page at a time: how many are `Ready`, and how many
+/// each owner label holds (`""` for none).
+async fn read_all(kube: &kube::Client) -> anyhow::Result<(usize, BTreeMap<String, usize>)> {
     let api: Api<Vpc> = Api::all(kube.clone());
     let mut params = ListParams::default().limit(500);
     let mut ready = 0;
-    loop {
-        let page = api.list(&params).await?;
-        ready += page.items.iter().filter(is_ready).count();
-        match page.metadata.continue_ {
-            Some(token) if !token.is_empty() => params = params.continue_token(&token),
-            _ => return Ok(ready),
-        }
-    }
-}
-
-/// Objects by owner label, page by page.
-async fn owners(world: &World) -> anyhow::Result<BTreeMap<String, usize>> {
-    let api: Api<Vpc> = Api::all(world.kube());
-    let mut params = ListParams::default().limit(1_000);
     let mut owners = BTreeMap::new();
     loop {
-        let page = api.list_metadata(&params).await?;
+        let page = api.list(&params).await?;
         for vpc in &page.items {
+            ready += usize::from(is_ready(vpc));
             let owner = vpc.labels().get(LABEL).cloned().unwrap_or_default();
             *owners.entry(owner).or_insert(0) += 1;
         }
         match page.metadata.continue_ {
             Some(token) if !token.is_empty() => params = params.continue_token(&token),
-            _ => return Ok(owners),
+            _ => return Ok((ready, owners)),
         }
     }
 }
