@@ -1,5 +1,6 @@
-//! The API server's own request counters, as the benchmarks read them:
-//! what the provider costs it, and what it failed to answer.
+//! The API server's own counters, as the benchmarks read them: its
+//! requests (what the provider costs it, and what it failed to answer)
+//! and its calls to the conversion webhook.
 
 use std::collections::BTreeMap;
 
