@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use runtime::metrics::sum_samples;
+
 use crate::world::World;
 
 /// One `apiserver_request_total` series, by the labels the benchmarks use.
@@ -36,81 +38,90 @@ async fn metrics_text(world: &World) -> anyhow::Result<String> {
 /// [`apiserver_requests`] of one `/metrics` page.
 fn requests_in(text: &str) -> Requests {
     let mut out = BTreeMap::new();
-    for (labels, value) in samples(text, "apiserver_request_total") {
-        let key = Request {
-            verb: label(labels, "verb"),
-            code: label(labels, "code"),
-            resource: label(labels, "resource"),
-            subresource: label(labels, "subresource"),
+    for line in text
+        .lines()
+        .filter(|l| l.starts_with("apiserver_request_total{"))
+    {
+        let Some((labels, value)) = line.rsplit_once(' ') else {
+            continue;
         };
-        *out.entry(key).or_default() += value;
+        // `{name="` or `,name="`, so that `resource` is not found inside
+        // `subresource`.
+        let label = |name: &str| {
+            ['{', ',']
+                .iter()
+                .find_map(|before| labels.split(&format!("{before}{name}=\"")).nth(1))
+                .and_then(|rest| rest.split('"').next())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let key = Request {
+            verb: label("verb"),
+            code: label("code"),
+            resource: label("resource"),
+            subresource: label("subresource"),
+        };
+        *out.entry(key).or_default() += value.parse::<f64>().unwrap_or(0.0);
     }
     out
 }
+
+/// The versions a conversion goes to: the namespaced kinds' two.
+const CONVERTED_TO: [&str; 2] = ["v1alpha1", "v1beta1"];
 
 /// The conversion webhook calls the API server made, by the version it
 /// converted to: how many, and their time in seconds.
-pub type Conversions = BTreeMap<String, (f64, f64)>;
+pub type Conversions = BTreeMap<&'static str, (f64, f64)>;
 
-/// The API server's own count of its conversion webhook calls
-/// (`apiserver_crd_webhook_conversion_duration_seconds`), by version
-/// converted to. They include the ones no client asked for: the API server
-/// keeps a watch cache for every version of a CRD and fills each from
-/// etcd, so every write of an object stored at `v1beta1` is converted to
-/// `v1alpha1` once for the `v1alpha1` cache while that version is listed.
-pub async fn webhook_conversions(world: &World) -> anyhow::Result<Conversions> {
-    Ok(conversions_in(&metrics_text(world).await?))
-}
-
-/// [`webhook_conversions`] of one `/metrics` page.
+/// [`Conversions`] of one `/metrics` page, from the API server's own
+/// `apiserver_crd_webhook_conversion_duration_seconds`. They include the
+/// ones no client asked for: the API server keeps a watch cache for every
+/// version of a CRD and fills each from etcd, so every write of an object
+/// stored at `v1beta1` is converted to `v1alpha1` once for the `v1alpha1`
+/// cache while that version is listed.
 fn conversions_in(text: &str) -> Conversions {
     const FAMILY: &str = "apiserver_crd_webhook_conversion_duration_seconds";
-    let mut out = Conversions::new();
-    for (labels, value) in samples(text, &format!("{FAMILY}_count")) {
-        out.entry(label(labels, "to_version")).or_default().0 += value;
-    }
-    for (labels, value) in samples(text, &format!("{FAMILY}_sum")) {
-        out.entry(label(labels, "to_version")).or_default().1 += value;
-    }
-    out
-}
-
-/// The calls counted between two readings of the same API server.
-pub fn conversions_since(before: &Conversions, after: &Conversions) -> Conversions {
-    after
-        .iter()
-        .map(|(version, (count, seconds))| {
-            let (count_before, seconds_before) = before.get(version).copied().unwrap_or_default();
-            (
-                version.clone(),
-                (count - count_before, seconds - seconds_before),
-            )
+    CONVERTED_TO
+        .into_iter()
+        .map(|version| {
+            let to = [("to_version", version)];
+            let calls = sum_samples(text, &format!("{FAMILY}_count"), &to);
+            let seconds = sum_samples(text, &format!("{FAMILY}_sum"), &to);
+            (version, (calls, seconds))
         })
-        .filter(|(_, (count, _))| *count > 0.0)
         .collect()
 }
 
-/// The samples of the series `name` on a `/metrics` page: each one's
-/// labels (between the braces) and value.
-fn samples<'a>(text: &'a str, name: &'a str) -> impl Iterator<Item = (&'a str, f64)> + 'a {
-    text.lines().filter_map(move |line| {
-        let labels = line.strip_prefix(name)?.strip_prefix('{')?;
-        let (labels, value) = labels.rsplit_once("} ")?;
-        Some((labels, value.trim().parse().unwrap_or(0.0)))
-    })
+/// What the API server counted, from one reading of its `/metrics`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Counters {
+    pub requests: Requests,
+    pub conversions: Conversions,
 }
 
-/// The value of label `name` in a sample's labels, empty when absent.
-fn label(labels: &str, name: &str) -> String {
-    // At the start or after a comma, so that `resource` is not found
-    // inside `subresource`.
-    let quoted = format!("{name}=\"");
-    labels
-        .strip_prefix(&quoted)
-        .or_else(|| labels.split(&format!(",{quoted}")).nth(1))
-        .and_then(|rest| rest.split('"').next())
-        .unwrap_or_default()
-        .to_owned()
+impl Counters {
+    /// Reads the API server's `/metrics` once.
+    pub async fn read(world: &World) -> anyhow::Result<Self> {
+        let text = metrics_text(world).await?;
+        Ok(Self {
+            requests: requests_in(&text),
+            conversions: conversions_in(&text),
+        })
+    }
+
+    /// The conversions counted since `before`, by version, leaving out the
+    /// versions not called in between.
+    pub fn conversions_since(&self, before: &Self) -> Conversions {
+        self.conversions
+            .iter()
+            .map(|(version, (calls, seconds))| {
+                let (calls_before, seconds_before) =
+                    before.conversions.get(version).copied().unwrap_or_default();
+                (*version, (calls - calls_before, seconds - seconds_before))
+            })
+            .filter(|(_, (calls, _))| *calls > 0.0)
+            .collect()
+    }
 }
 
 /// The series of answers 5xx, each as `VERB resource code: count`.
@@ -191,23 +202,33 @@ apiserver_crd_webhook_conversion_duration_seconds_count{crd_name="vpcs.network.f
 
     #[test]
     fn conversions_since_keeps_only_versions_called_again() {
-        let before = conversions_in(PAGE);
+        let before = Counters {
+            requests: requests_in(PAGE),
+            conversions: conversions_in(PAGE),
+        };
         let mut after = before.clone();
-        after.insert("v1alpha1".into(), (20.0, 1.0));
+        after.conversions.insert("v1alpha1", (20.0, 1.0));
         assert_eq!(
-            conversions_since(&before, &after),
-            Conversions::from([("v1alpha1".to_owned(), (8.0, 0.25))])
+            after.conversions_since(&before),
+            Conversions::from([("v1alpha1", (8.0, 0.25))])
         );
     }
 
     #[test]
     fn a_label_absent_or_only_a_suffix_of_another_is_empty() {
-        assert_eq!(label(r#"subresource="status",verb="GET""#, "resource"), "");
-        assert_eq!(
-            label(r#"subresource="status",resource="pods""#, "resource"),
-            "pods"
+        let requests = requests_in(
+            r#"apiserver_request_total{subresource="status",verb="GET"} 1
+apiserver_request_total{code="200",subresource="status",resource="pods"} 2
+apiserver_request_total{resource="pods"} 4
+"#,
         );
-        assert_eq!(label(r#"resource="pods""#, "resource"), "pods");
-        assert_eq!(label("", "verb"), "");
+        let resources: Vec<_> = requests
+            .iter()
+            .map(|(r, n)| (r.resource.as_str(), r.verb.as_str(), *n))
+            .collect();
+        assert_eq!(
+            resources,
+            vec![("pods", "", 4.0), ("pods", "", 2.0), ("", "GET", 1.0)]
+        );
     }
 }

@@ -36,9 +36,7 @@ use std::time::{Duration, Instant};
 
 use apis::kinds::vpc::v1beta1::Vpc;
 use clap::Parser;
-use e2e::apiserver_metrics::{
-    self, Requests, apiserver_requests, conversions_since, is_write, since, webhook_conversions,
-};
+use e2e::apiserver_metrics::{self, Counters, Requests, is_write, since};
 use e2e::provider_process::{ProviderProcess, metrics_at, usage_of};
 use e2e::world::{World, WorldOptions, is_ready};
 use fakecloud::model::Kind;
@@ -174,8 +172,7 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
         applying.elapsed().as_secs_f64()
     );
 
-    let requests_before = apiserver_requests(&world).await?;
-    let conversions_before = webhook_conversions(&world).await?;
+    let counted_before = Counters::read(&world).await?;
     let cpu_before = cpu_elsewhere();
     let start = Instant::now();
     let mut processes = Vec::new();
@@ -230,14 +227,15 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
             )
         })??;
     let ready = reached - start;
-    let requests = since(&requests_before, &apiserver_requests(&world).await?);
-    let conversions = conversions_since(&conversions_before, &webhook_conversions(&world).await?);
+    let counted = Counters::read(&world).await?;
+    let requests = since(&counted_before.requests, &counted.requests);
+    let conversions = counted.conversions_since(&counted_before);
     let cpu = cpu_elsewhere().since(&cpu_before);
     for sampler in samplers {
         sampler.abort();
     }
     let cloud = cloud_vpcs(&world).await?;
-    let server_errors = server_errors(&world).await?;
+    let server_errors = apiserver_metrics::server_errors(&counted.requests);
     let samples = samples.lock().expect("samples").clone();
     let measured = Run {
         ready,
@@ -447,13 +445,6 @@ async fn drop_v1alpha1(world: &World) -> anyhow::Result<()> {
 /// The cloud's VPCs, as fakecloud's admin API counts them.
 async fn cloud_vpcs(world: &World) -> anyhow::Result<usize> {
     Ok(world.admin.resources(Some(Kind::Vpc), None).await?.len())
-}
-
-/// The API server's 5xx answers, by verb, resource and code.
-async fn server_errors(world: &World) -> anyhow::Result<Vec<(String, f64)>> {
-    Ok(apiserver_metrics::server_errors(
-        &apiserver_requests(world).await?,
-    ))
 }
 
 /// Where the API server's work went while the providers ran: writes to
