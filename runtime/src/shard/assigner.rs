@@ -6,11 +6,10 @@
 //! It keeps no cache of the objects: the ones unlabelled when it starts
 //! are listed a page at a time and labelled page by page, new ones come
 //! from a watch of the unlabelled objects only (each leaves it once
-//! labelled), and a membership change lists every labelled object's
-//! metadata once. Its
-//! writes are merge patches guarded by the resourceVersion it read, so a
-//! write based on a stale copy is refused (409) and the next pass looks
-//! again.
+//! labelled), and a membership change lists every object's metadata
+//! once, a page at a time. Its writes are merge patches guarded by the
+//! resourceVersion it read, so a write based on a stale copy is refused
+//! (409) and the next pass looks again.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,7 +19,9 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use kube::api::{ApiResource, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams};
+use kube::api::{
+    ApiResource, DynamicObject, ListParams, ObjectMeta, PartialObjectMeta, Patch, PatchParams,
+};
 use kube::runtime::WatchStreamExt;
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -239,7 +240,7 @@ impl Assigner {
     }
 
     /// Labels the objects unlabelled when the assigner starts, listed a
-    /// page at a time from etcd ([`PAGE`]), each page labelled before the
+    /// page at a time from etcd ([`paged`]), each page labelled before the
     /// next is asked for.
     ///
     /// Not from the watch cache, which answers in one piece: at a start
@@ -250,51 +251,31 @@ impl Assigner {
     /// previous one is labelled, so the listing does not wait on anything
     /// slower than its own writes.
     ///
-    /// Labelling 100,000 objects takes longer than etcd keeps the version
-    /// a continue token names (410 Expired); the API server then answers
-    /// with a token that continues after the same object at the current
-    /// version, and the listing goes on with it. Starting again from the
-    /// first page instead made the API server read every object labelled
-    /// so far from etcd to skip it, which at 77,000 took longer than its
-    /// one-minute limit on every try, and the listing stalled. Any other
-    /// failure ends the listing early: the watch that follows lists
-    /// whatever is still unlabelled from the watch cache, in one piece (the
-    /// memory this listing saves, spent only then). On a cluster whose
+    /// A failure other than an expired continue token ends the listing
+    /// early: the watch that follows lists whatever is still unlabelled
+    /// from the watch cache, in one piece (the memory this listing saves,
+    /// spent only then). On a cluster whose
     /// objects are all labelled (a new leader) the first page finds none,
     /// but the API server reads every object of the kind from etcd to say
     /// so, once per assigner start.
     async fn assign_listed(&self, kind: &ShardedKind) {
         let api: Api<DynamicObject> = Api::all_with(self.kube.clone(), &kind.resource);
-        let unlabelled = ListParams::default().labels(&self.unlabelled()).limit(PAGE);
-        let mut params = unlabelled.clone();
-        let mut listed = 0;
-        loop {
-            let page = match api.list_metadata(&params).await {
-                Ok(page) => page,
-                Err(error) => {
-                    if let Some(token) = continue_after_expiry(&error) {
-                        debug!(kind = %kind.kind, listed, "continue token expired; continuing at the current version");
-                        params = unlabelled.clone().continue_token(token);
-                        continue;
-                    }
-                    warn!(%error, kind = %kind.kind, listed, "cannot list unassigned objects; the watch of new ones lists the rest");
-                    return;
-                }
-            };
-            listed += page.items.len();
-            futures::stream::iter(page.items)
+        let listed = paged(&api, Some(&self.unlabelled()), kind, |items| async move {
+            futures::stream::iter(items)
                 .for_each_concurrent(CONCURRENT_WRITES, |object| async move {
                     self.assign(kind, object.metadata).await
                 })
                 .await;
-            match page.metadata.continue_ {
-                Some(token) if !token.is_empty() => {
-                    params = unlabelled.clone().continue_token(&token)
-                }
-                _ => break,
+        })
+        .await;
+        match listed {
+            Ok(objects) => {
+                info!(kind = %kind.kind, objects, "assigned the objects found unassigned at the start")
+            }
+            Err(error) => {
+                warn!(%error, kind = %kind.kind, "cannot list unassigned objects; the watch of new ones lists the rest")
             }
         }
-        info!(kind = %kind.kind, objects = listed, "assigned the objects found unassigned at the start");
     }
 
     /// Labels one new object; one that changed since it was read (its
@@ -423,7 +404,19 @@ impl Assigner {
         }
     }
 
-    /// One kind's objects, page by page, counted into `tally`.
+    /// One kind's labelled objects, page by page, counted into `tally`.
+    ///
+    /// Every object of the kind is listed, a page at a time from etcd
+    /// ([`paged`]), and the unlabelled ones are skipped: they are
+    /// `assign_new`'s, whose watch lists them too. Not with the label as
+    /// the selector: a page is then the next [`PAGE`] labelled objects,
+    /// and where few follow the API server reads every object after them
+    /// from etcd to find them. At a start with 100,000 VPCs of which a few
+    /// thousand were labelled, that read outlasted the API server's
+    /// one-minute limit on every try (504), a minute of its time each,
+    /// and no pass ended until all were labelled. Nor from the watch cache,
+    /// which answers in one piece: at 100,000 objects, all their metadata
+    /// at once in the leader.
     async fn pass(
         &self,
         kind: &ShardedKind,
@@ -431,19 +424,15 @@ impl Assigner {
         tally: &Tally,
     ) -> Result<(), kube::Error> {
         let api: Api<DynamicObject> = Api::all_with(self.kube.clone(), &kind.resource);
-        // Only labelled objects: an unlabelled one is `assign_new`'s, whose
-        // watch lists it too, and the pass would only skip it. At a start
-        // with 30,000 objects unlabelled, the first pass listed all their
-        // metadata at once (the watch cache answers in one piece), beside
-        // the watch's own listing of the same: the leader's memory peak.
-        let labelled = ListParams::default().labels(&self.shard.label);
-        // From the watch cache too (see `assign_new`): a pass that writes
-        // between its pages outlives a continue token on a large cluster.
-        let mut params = labelled.clone().match_any().limit(PAGE);
-        loop {
-            let page = api.list_metadata(&params).await?;
-            tally.objects.fetch_add(page.items.len(), Ordering::Relaxed);
-            futures::stream::iter(page.items.iter())
+        paged(&api, None, kind, |items| async move {
+            let labelled: Vec<_> = items
+                .into_iter()
+                .filter(|object| {
+                    entry(object.metadata.labels.as_ref(), &self.shard.label).is_some()
+                })
+                .collect();
+            tally.objects.fetch_add(labelled.len(), Ordering::Relaxed);
+            futures::stream::iter(labelled.iter())
                 .for_each_concurrent(CONCURRENT_WRITES, |object| async {
                     let counter = match self.place(kind, &object.metadata, live).await {
                         Placed::Stays => return,
@@ -453,14 +442,9 @@ impl Assigner {
                     counter.fetch_add(1, Ordering::Relaxed);
                 })
                 .await;
-            match page.metadata.continue_ {
-                // A continued list names no resourceVersion.
-                Some(token) if !token.is_empty() => {
-                    params = labelled.clone().limit(PAGE).continue_token(&token)
-                }
-                _ => return Ok(()),
-            }
-        }
+        })
+        .await
+        .map(|_| ())
     }
 
     /// Makes the move `object` needs, if any.
@@ -554,6 +538,60 @@ impl Assigner {
                 .copied(),
         };
         since.unwrap_or_else(jiff::Timestamp::now).to_string()
+    }
+}
+
+/// Lists the metadata of the objects of `kind` that `selector` matches
+/// (all of them without one) from etcd, [`PAGE`] at a time, handing each
+/// page to `each` before asking for the next, so that a listing holds one
+/// page however many objects there are. Returns how many it listed.
+///
+/// kube 5 sends no `resourceVersion=0` beside a limit, so a paged list is
+/// always a read from etcd, never from the watch cache.
+///
+/// Labelling or moving 100,000 objects takes longer than etcd keeps the
+/// version a continue token names (410 Expired); the API server then
+/// answers with a token that continues after the same object at the
+/// current version, and the listing goes on with it. Starting again from
+/// the first page instead made the API server read every object labelled
+/// so far from etcd to skip it, which at 77,000 took longer than its
+/// one-minute limit on every try, and the listing stalled.
+async fn paged<F, Fut>(
+    api: &Api<DynamicObject>,
+    selector: Option<&str>,
+    kind: &ShardedKind,
+    mut each: F,
+) -> Result<usize, kube::Error>
+where
+    F: FnMut(Vec<PartialObjectMeta<DynamicObject>>) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let first = match selector {
+        Some(selector) => ListParams::default().labels(selector),
+        None => ListParams::default(),
+    }
+    .limit(PAGE);
+    let mut params = first.clone();
+    let mut listed = 0;
+    loop {
+        let page = match api.list_metadata(&params).await {
+            Ok(page) => page,
+            Err(error) => match continue_after_expiry(&error) {
+                Some(token) => {
+                    debug!(kind = %kind.kind, listed, "continue token expired; continuing at the current version");
+                    params = first.clone().continue_token(token);
+                    continue;
+                }
+                None => return Err(error),
+            },
+        };
+        listed += page.items.len();
+        let next = page.metadata.continue_.filter(|token| !token.is_empty());
+        each(page.items).await;
+        match next {
+            Some(token) => params = first.clone().continue_token(&token),
+            None => return Ok(listed),
+        }
     }
 }
 
