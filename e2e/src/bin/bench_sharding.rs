@@ -402,18 +402,34 @@ async fn all_ready(
 /// each owner label holds (`""` for none).
 async fn read_all(kube: &kube::Client) -> anyhow::Result<(usize, BTreeMap<String, usize>)> {
     let api: Api<Vpc> = Api::all(kube.clone());
-    let mut params = ListParams::default().limit(500);
+    let first = ListParams::default().limit(500);
+    let mut params = first.clone();
     let mut ready = 0;
     let mut owners = BTreeMap::new();
     loop {
-        let page = api.list(&params).await?;
+        let page = match api.list(&params).await {
+            Ok(page) => page,
+            // At 100,000 VPCs on a busy API server the read outlasts the
+            // version its continue token names (410 Expired); the token
+            // the API server offers then goes on after the same VPC.
+            Err(kube::Error::Api(status)) if status.code == 410 => {
+                match status.metadata.as_ref().and_then(|m| m.continue_.clone()) {
+                    Some(token) if !token.is_empty() => {
+                        params = first.clone().continue_token(&token);
+                        continue;
+                    }
+                    _ => return Err(kube::Error::Api(status).into()),
+                }
+            }
+            Err(error) => return Err(error.into()),
+        };
         for vpc in &page.items {
             ready += usize::from(is_ready(vpc));
             let owner = vpc.labels().get(LABEL).cloned().unwrap_or_default();
             *owners.entry(owner).or_insert(0) += 1;
         }
         match page.metadata.continue_ {
-            Some(token) if !token.is_empty() => params = params.continue_token(&token),
+            Some(token) if !token.is_empty() => params = first.clone().continue_token(&token),
             _ => return Ok((ready, owners)),
         }
     }
