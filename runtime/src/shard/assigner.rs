@@ -251,29 +251,46 @@ impl Assigner {
     /// previous one is labelled, so the listing does not wait on anything
     /// slower than its own writes.
     ///
+    /// Every object is listed and the labelled ones skipped here, as the
+    /// pass does: with the label's absence as the selector, the API
+    /// server reads objects from etcd until it has a page of unlabelled
+    /// ones, and a new leader, whose objects are all labelled, made it
+    /// read all of them for one answer. At 100,000 VPCs that answer
+    /// outlasted the API server's one-minute limit (504) at each change
+    /// of leader; a page of any 500 objects is a short read.
+    ///
     /// A failure other than an expired continue token ends the listing
     /// early: the watch that follows lists whatever is still unlabelled
     /// from the watch cache, in one piece (the memory this listing saves,
-    /// spent only then). On a cluster whose
-    /// objects are all labelled (a new leader) the first page finds none,
-    /// but the API server reads every object of the kind from etcd to say
-    /// so, once per assigner start.
+    /// spent only then).
     async fn assign_listed(&self, kind: &ShardedKind) {
         let api: Api<DynamicObject> = Api::all_with(self.kube.clone(), &kind.resource);
-        let listed = paged(&api, Some(&self.unlabelled()), kind, |items| async move {
-            futures::stream::iter(items)
-                .for_each_concurrent(CONCURRENT_WRITES, |object| async move {
-                    self.assign(kind, object.metadata).await
-                })
-                .await;
+        let unlabelled = AtomicUsize::new(0);
+        let listed = paged(&api, kind, |items| {
+            let unlabelled = &unlabelled;
+            async move {
+                let new: Vec<_> = items
+                    .into_iter()
+                    .filter(|object| {
+                        entry(object.metadata.labels.as_ref(), &self.shard.label).is_none()
+                    })
+                    .collect();
+                unlabelled.fetch_add(new.len(), Ordering::Relaxed);
+                futures::stream::iter(new)
+                    .for_each_concurrent(CONCURRENT_WRITES, |object| async move {
+                        self.assign(kind, object.metadata).await
+                    })
+                    .await;
+            }
         })
         .await;
+        let unlabelled = unlabelled.into_inner();
         match listed {
             Ok(objects) => {
-                info!(kind = %kind.kind, objects, "assigned the objects found unassigned at the start")
+                info!(kind = %kind.kind, objects, unlabelled, "assigned the objects found unassigned at the start")
             }
             Err(error) => {
-                warn!(%error, kind = %kind.kind, "cannot list unassigned objects; the watch of new ones lists the rest")
+                warn!(%error, kind = %kind.kind, unlabelled, "cannot list unassigned objects; the watch of new ones lists the rest")
             }
         }
     }
@@ -424,7 +441,7 @@ impl Assigner {
         tally: &Tally,
     ) -> Result<(), kube::Error> {
         let api: Api<DynamicObject> = Api::all_with(self.kube.clone(), &kind.resource);
-        paged(&api, None, kind, |items| async move {
+        paged(&api, kind, |items| async move {
             let labelled: Vec<_> = items
                 .into_iter()
                 .filter(|object| {
@@ -505,21 +522,30 @@ impl Assigner {
             Some(namespace) => Api::namespaced_with(self.kube.clone(), namespace, &kind.resource),
             None => Api::all_with(self.kube.clone(), &kind.resource),
         };
-        match api
-            .patch_metadata(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        let written = {
+            let name = name.clone();
+            finished(async move {
+                api.patch_metadata(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+            })
             .await
-        {
-            Ok(_) => {
+        };
+        match written {
+            Some(Ok(_)) => {
                 debug!(kind = %kind.kind, name, ?step, "shard move");
                 self.ctx.metrics.shard.moved(&kind.kind, how);
                 Placed::Moved
             }
             // Gone; or changed since it was listed: the next pass, soon,
             // reads the newer copy.
-            Err(kube::Error::Api(e)) if e.code == 404 => Placed::Stays,
-            Err(kube::Error::Api(e)) if e.code == 409 => Placed::Stale,
-            Err(error) => {
+            Some(Err(kube::Error::Api(e))) if e.code == 404 => Placed::Stays,
+            Some(Err(kube::Error::Api(e))) if e.code == 409 => Placed::Stale,
+            Some(Err(error)) => {
                 warn!(%error, kind = %kind.kind, name, "cannot assign an object; the next pass retries");
+                Placed::Stale
+            }
+            None => {
+                warn!(kind = %kind.kind, name, "an assignment's write failed; the next pass retries");
                 Placed::Stale
             }
         }
@@ -541,10 +567,27 @@ impl Assigner {
     }
 }
 
-/// Lists the metadata of the objects of `kind` that `selector` matches
-/// (all of them without one) from etcd, [`PAGE`] at a time, handing each
-/// page to `each` before asking for the next, so that a listing holds one
-/// page however many objects there are. Returns how many it listed.
+/// Runs `write` to its end, even if the caller stops waiting for it.
+///
+/// The assigner stops the moment this replica loses the leader Lease, and
+/// dropping a request in flight cancels it: the API server counts each
+/// one so cancelled as a 500 (`context canceled`). At 100,000 VPCs, where
+/// the saturated API server sometimes renewed the leader Lease too late,
+/// that was 108 answers 5xx in five bursts of up to 32, one per write in
+/// flight, at the leader's changes. A write sent is as safe after the
+/// loss as before it: it is guarded by the resourceVersion it was based
+/// on, so one that a new leader's write overtook is refused (409).
+/// Returns `None` only if the write's task panicked.
+async fn finished<T: Send + 'static>(write: impl Future<Output = T> + Send + 'static) -> Option<T> {
+    tokio::spawn(write).await.ok()
+}
+
+/// Lists the metadata of every object of `kind` from etcd, [`PAGE`] at a
+/// time, handing each page to `each` before asking for the next, so that
+/// a listing holds one page however many objects there are. Returns how
+/// many it listed. No label selector: with one, a page is the next
+/// [`PAGE`] objects that match, and where few match the API server reads
+/// on through etcd until it has them (see [`Assigner::pass`]).
 ///
 /// kube 5 sends no `resourceVersion=0` beside a limit, so a paged list is
 /// always a read from etcd, never from the watch cache.
@@ -558,7 +601,6 @@ impl Assigner {
 /// one-minute limit on every try, and the listing stalled.
 async fn paged<F, Fut>(
     api: &Api<DynamicObject>,
-    selector: Option<&str>,
     kind: &ShardedKind,
     mut each: F,
 ) -> Result<usize, kube::Error>
@@ -566,11 +608,7 @@ where
     F: FnMut(Vec<PartialObjectMeta<DynamicObject>>) -> Fut,
     Fut: Future<Output = ()>,
 {
-    let first = match selector {
-        Some(selector) => ListParams::default().labels(selector),
-        None => ListParams::default(),
-    }
-    .limit(PAGE);
+    let first = ListParams::default().limit(PAGE);
     let mut params = first.clone();
     let mut listed = 0;
     loop {
@@ -654,6 +692,46 @@ mod tests {
             }),
             ..kube::core::Status::failure("listing", "Expired")
         }))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_write_in_flight_is_finished_when_the_assigner_stops_waiting() {
+        // A server that answers each request after 100 ms, and counts the
+        // requests it answered: one cancelled in flight is never answered.
+        let answered = Arc::new(AtomicUsize::new(0));
+        let counter = answered.clone();
+        let service = tower::service_fn(move |_: http::Request<kube::client::Body>| {
+            let counter = counter.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                counter.fetch_add(1, Ordering::SeqCst);
+                let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "a", "namespace": "ns"}});
+                Ok::<_, std::convert::Infallible>(http::Response::new(http_body_util::Full::new(
+                    hyper::body::Bytes::from(body.to_string()),
+                )))
+            }
+        });
+        let client = kube::Client::new(service, "ns");
+        let write = |api: Api<k8s_openapi::api::core::v1::ConfigMap>| async move {
+            let patch = json!({"metadata": {"labels": {"shard": "a"}}});
+            api.patch_metadata("a", &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+        };
+        // The assigner stops 10 ms into each write.
+        let stopped = Duration::from_millis(10);
+        let cut =
+            tokio::time::timeout(stopped, write(Api::default_namespaced(client.clone()))).await;
+        assert!(cut.is_err());
+        let kept =
+            tokio::time::timeout(stopped, finished(write(Api::default_namespaced(client)))).await;
+        assert!(kept.is_err());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(
+            answered.load(Ordering::SeqCst),
+            1,
+            "only the write run by `finished` reached its answer"
+        );
     }
 
     #[test]
