@@ -49,6 +49,7 @@ pub enum LeaderError {
 /// One replica's side of the election: [`Elector::acquire`] waits until it
 /// holds the Lease, [`Elector::hold`] keeps it until it is lost.
 /// [`crate::Provider::leader_election`] runs it for a provider's process.
+#[derive(Clone)]
 pub struct Elector {
     api: Api<Lease>,
     namespace: String,
@@ -106,20 +107,28 @@ impl Elector {
         loop {
             tokio::time::sleep(RETRY_PERIOD).await;
             let started = tokio::time::Instant::now();
-            let renewal = async {
-                match written.take() {
-                    Some(lease) => self.renew(lease).await,
-                    None => self.try_take().await,
+            // On a task of its own: a renewal past the deadline is let
+            // finish rather than cancelled in flight, which the API server
+            // counts as a 500 (`context canceled`). If it lands, the Lease
+            // names this replica for one more lease duration, and the
+            // acquire that follows the step-down takes it again.
+            let elector = self.clone();
+            let last = written.take();
+            let renewal = tokio::spawn(async move {
+                match last {
+                    Some(lease) => elector.renew(lease).await,
+                    None => elector.try_take().await,
                 }
-            };
+            });
             match tokio::time::timeout_at(renewed + RENEW_DEADLINE, renewal).await {
-                Ok(Ok(Some(lease))) => {
+                Ok(Err(panicked)) => warn!(error = %panicked, "renewing the leader Lease failed"),
+                Ok(Ok(Ok(Some(lease)))) => {
                     written = Some(lease);
                     renewed = started;
                 }
                 // Someone else holds it now: stop at once, never two writers.
-                Ok(Ok(None)) => return self.lost(),
-                Ok(Err(error)) => warn!(%error, "cannot renew the leader Lease"),
+                Ok(Ok(Ok(None))) => return self.lost(),
+                Ok(Ok(Err(error))) => warn!(%error, "cannot renew the leader Lease"),
                 Err(_) => {
                     warn!(deadline = ?RENEW_DEADLINE, "renewing the leader Lease took past the renew deadline");
                 }
@@ -221,6 +230,7 @@ impl Elector {
 #[cfg(test)]
 mod tests {
     use std::collections::VecDeque;
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
 
     use http_body_util::{BodyExt, Full};
@@ -233,30 +243,35 @@ mod tests {
     enum Answer {
         Ok(Value),
         Status(u16),
-        /// Never answers.
-        Hang,
+        /// Answers with this body after this long.
+        Late(Duration, Value),
     }
 
     fn lease(holder: &str, version: &str) -> Answer {
-        Answer::Ok(json!({
+        Answer::Ok(lease_body(holder, version))
+    }
+
+    fn lease_body(holder: &str, version: &str) -> Value {
+        json!({
             "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
             "metadata": {"name": "leader", "namespace": "ns", "resourceVersion": version},
             "spec": {
                 "holderIdentity": holder, "leaseDurationSeconds": 15,
                 "renewTime": MicroTime(jiff::Timestamp::now()),
             },
-        }))
+        })
     }
 
-    /// An elector whose API server answers `answers` in order, and the
-    /// requests it was sent: the method and, for a write, the
-    /// resourceVersion it was based on.
-    fn scripted(answers: Vec<Answer>) -> (Elector, Arc<Mutex<Vec<String>>>) {
+    /// An elector whose API server answers `answers` in order, the
+    /// requests it was sent (the method and, for a write, the
+    /// resourceVersion it was based on), and how many it answered.
+    fn scripted(answers: Vec<Answer>) -> (Elector, Arc<Mutex<Vec<String>>>, Arc<AtomicUsize>) {
         let asked = Arc::new(Mutex::new(Vec::new()));
+        let answered = Arc::new(AtomicUsize::new(0));
         let answers = Arc::new(Mutex::new(VecDeque::from(answers)));
-        let seen = asked.clone();
+        let (seen, counted) = (asked.clone(), answered.clone());
         let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
-            let seen = seen.clone();
+            let (seen, counted) = (seen.clone(), counted.clone());
             let answer = answers.lock().unwrap().pop_front();
             async move {
                 let method = request.method().to_string();
@@ -270,25 +285,29 @@ mod tests {
                 });
                 let (status, body) = match answer.ok_or("the script has no more answers")? {
                     Answer::Ok(body) => (200, body),
+                    Answer::Late(after, body) => {
+                        tokio::time::sleep(after).await;
+                        (200, body)
+                    }
                     Answer::Status(code) => (
                         code,
                         json!({"apiVersion": "v1", "kind": "Status", "status": "Failure",
                             "reason": "Conflict", "code": code, "message": "changed"}),
                     ),
-                    Answer::Hang => std::future::pending().await,
                 };
+                counted.fetch_add(1, Ordering::SeqCst);
                 let mut response = http::Response::new(Full::new(Bytes::from(body.to_string())));
                 *response.status_mut() = http::StatusCode::from_u16(status)?;
                 Ok::<_, Box<dyn std::error::Error + Send + Sync>>(response)
             }
         });
         let client = kube::Client::new(service, "ns");
-        (Elector::new(client, "ns", "leader", "me"), asked)
+        (Elector::new(client, "ns", "leader", "me"), asked, answered)
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_renewal_is_one_write_of_the_lease_as_last_written() {
-        let (elector, asked) = scripted(vec![
+        let (elector, asked, _) = scripted(vec![
             // The first renewal reads the Lease, then writes it.
             lease("me", "1"),
             lease("me", "2"),
@@ -308,22 +327,27 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_renewal_that_hangs_stops_leading_at_the_renew_deadline() {
-        let (elector, asked) = scripted(vec![lease("me", "1"), lease("me", "2"), Answer::Hang]);
+    async fn a_renewal_past_the_renew_deadline_stops_leading_and_is_let_finish() {
+        let late = Answer::Late(Duration::from_secs(20), lease_body("me", "3"));
+        let (elector, asked, answered) = scripted(vec![lease("me", "1"), lease("me", "2"), late]);
         let start = tokio::time::Instant::now();
         let lost = tokio::time::timeout(Duration::from_secs(60), elector.hold()).await;
         assert!(matches!(lost, Ok(LeaderError::Lost { .. })), "{lost:?}");
         // Renewed at 2 s (read and write); the next write, sent at 4 s,
-        // never answers: the replica stops leading 10 s after the last
+        // takes 20 s: the replica stops leading 10 s after the last
         // renewal began, before the others may take over (15 s).
         let stopped = start.elapsed();
         assert_eq!(stopped, Duration::from_secs(12), "{stopped:?}");
         assert_eq!(*asked.lock().unwrap(), ["GET", "PUT at 1", "PUT at 2"]);
+        // The late write was not cancelled: it gets its answer.
+        assert_eq!(answered.load(Ordering::SeqCst), 2);
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        assert_eq!(answered.load(Ordering::SeqCst), 3);
     }
 
     #[tokio::test(start_paused = true)]
     async fn failing_renewals_stop_leading_at_the_renew_deadline() {
-        let (elector, _) = scripted(vec![
+        let (elector, _, _) = scripted(vec![
             lease("me", "1"),
             lease("me", "2"),
             Answer::Status(500),
