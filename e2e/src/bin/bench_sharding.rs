@@ -87,8 +87,11 @@ struct Run {
     ready: Duration,
     processes: Vec<Process>,
     cloud: usize,
-    /// The API server's 5xx answers, by series.
+    /// The API server's 5xx answers while the providers ran, by series.
     server_errors: Vec<(String, f64)>,
+    /// Those before they started (the cluster's start, the apply): not
+    /// the providers', shown apart so that neither hides the other.
+    server_errors_before: Vec<(String, f64)>,
 }
 
 /// One provider process of a run.
@@ -235,7 +238,8 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
         sampler.abort();
     }
     let cloud = cloud_vpcs(&world).await?;
-    let server_errors = apiserver_metrics::server_errors(&counted.requests);
+    let server_errors = apiserver_metrics::server_errors(&requests);
+    let server_errors_before = apiserver_metrics::server_errors(&counted_before.requests);
     let samples = samples.lock().expect("samples").clone();
     let measured = Run {
         ready,
@@ -256,19 +260,22 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
             .collect(),
         cloud,
         server_errors,
+        server_errors_before,
     };
+    let total = |errors: &[(String, f64)]| errors.iter().fold(0.0, |sum, (_, n)| sum + n);
     println!(
-        "[{label}] all {} Ready in {:.1} s; {} cloud VPCs; API server 5xx: {}",
+        "[{label}] all {} Ready in {:.1} s; {} cloud VPCs; API server 5xx while the providers ran: {} (before they started: {})",
         args.count,
         ready.as_secs_f64(),
         measured.cloud,
-        measured
-            .server_errors
-            .iter()
-            .fold(0.0, |sum, (_, n)| sum + n)
+        total(&measured.server_errors),
+        total(&measured.server_errors_before),
     );
     for (series, count) in &measured.server_errors {
         println!("[{label}] API server 5xx: {series}: {count}");
+    }
+    for (series, count) in &measured.server_errors_before {
+        println!("[{label}] API server 5xx before the providers started: {series}: {count}");
     }
     for p in &measured.processes {
         println!(
