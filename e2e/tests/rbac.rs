@@ -472,7 +472,7 @@ async fn lifecycle_under(
     world.wait_gone::<Vpc>(&vpc, READY).await?;
     world.wait_gone::<DatabaseInstance>(&db, READY).await?;
 
-    // Leader election renews its Lease every 5 s: wait for one renewal.
+    // Leader election renews its Lease every 2 s: wait for one renewal.
     let renewal = (
         "coordination.k8s.io".to_owned(),
         "leases".to_owned(),
