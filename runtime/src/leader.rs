@@ -25,6 +25,8 @@ use kube::api::{ObjectMeta, PostParams};
 use thiserror::Error;
 use tracing::{info, warn};
 
+use crate::in_flight::finished;
+
 const LEASE_DURATION: Duration = Duration::from_secs(15);
 const RENEW_DEADLINE: Duration = Duration::from_secs(10);
 const RETRY_PERIOD: Duration = Duration::from_secs(2);
@@ -107,28 +109,27 @@ impl Elector {
         loop {
             tokio::time::sleep(RETRY_PERIOD).await;
             let started = tokio::time::Instant::now();
-            // On a task of its own: a renewal past the deadline is let
-            // finish rather than cancelled in flight, which the API server
-            // counts as a 500 (`context canceled`). If it lands, the Lease
-            // names this replica for one more lease duration, and the
-            // acquire that follows the step-down takes it again.
+            // A renewal past the deadline is let finish ([`finished`]).
+            // If it lands, the Lease names this replica for one more lease
+            // duration, and the acquire that follows the step-down takes
+            // it again.
             let elector = self.clone();
             let last = written.take();
-            let renewal = tokio::spawn(async move {
+            let renewal = finished(async move {
                 match last {
                     Some(lease) => elector.renew(lease).await,
                     None => elector.try_take().await,
                 }
             });
             match tokio::time::timeout_at(renewed + RENEW_DEADLINE, renewal).await {
-                Ok(Err(panicked)) => warn!(error = %panicked, "renewing the leader Lease failed"),
-                Ok(Ok(Ok(Some(lease)))) => {
+                Ok(Some(Ok(Some(lease)))) => {
                     written = Some(lease);
                     renewed = started;
                 }
                 // Someone else holds it now: stop at once, never two writers.
-                Ok(Ok(Ok(None))) => return self.lost(),
-                Ok(Ok(Err(error))) => warn!(%error, "cannot renew the leader Lease"),
+                Ok(Some(Ok(None))) => return self.lost(),
+                Ok(Some(Err(error))) => warn!(%error, "cannot renew the leader Lease"),
+                Ok(None) => warn!("renewing the leader Lease failed"),
                 Err(_) => {
                     warn!(deadline = ?RENEW_DEADLINE, "renewing the leader Lease took past the renew deadline");
                 }
@@ -350,7 +351,7 @@ mod tests {
         let (elector, _, _) = scripted(vec![
             lease("me", "1"),
             lease("me", "2"),
-            Answer::Status(500),
+            // Every renewal from 4 s on fails.
             Answer::Status(500),
             Answer::Status(500),
             Answer::Status(500),

@@ -71,6 +71,7 @@ mod error;
 mod events;
 mod fields;
 pub mod gate;
+mod in_flight;
 mod kind;
 #[cfg(feature = "rustls-tls")]
 pub mod kube_client;

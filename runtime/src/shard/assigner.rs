@@ -31,6 +31,7 @@ use super::membership::{Members, revoke};
 use super::slim::Slim;
 use super::{Shard, object_key, owner};
 use crate::context::Context;
+use crate::in_flight::finished;
 use crate::watch::relisting;
 
 /// A kind whose objects are assigned.
@@ -511,6 +512,10 @@ impl Assigner {
             Some(namespace) => Api::namespaced_with(self.kube.clone(), namespace, &kind.resource),
             None => Api::all_with(self.kube.clone(), &kind.resource),
         };
+        // Let finish if the assigner stops meanwhile: guarded by the
+        // resourceVersion it read, it is as safe after a change of leader
+        // as before, and one cancelled in flight is a 500 at the API
+        // server ([`finished`]).
         let written = {
             let name = name.clone();
             finished(async move {
@@ -554,21 +559,6 @@ impl Assigner {
         };
         since.unwrap_or_else(jiff::Timestamp::now).to_string()
     }
-}
-
-/// Runs `write` to its end, even if the caller stops waiting for it.
-///
-/// The assigner stops the moment this replica loses the leader Lease, and
-/// dropping a request in flight cancels it: the API server counts each
-/// one so cancelled as a 500 (`context canceled`). At 100,000 VPCs, where
-/// the saturated API server sometimes renewed the leader Lease too late,
-/// that was 108 answers 5xx in five bursts of up to 32, one per write in
-/// flight, at the leader's changes. A write sent is as safe after the
-/// loss as before it: it is guarded by the resourceVersion it was based
-/// on, so one that a new leader's write overtook is refused (409).
-/// Returns `None` only if the write's task panicked.
-async fn finished<T: Send + 'static>(write: impl Future<Output = T> + Send + 'static) -> Option<T> {
-    tokio::spawn(write).await.ok()
 }
 
 /// Lists the metadata of the objects of `kind` that `selector` matches
@@ -684,46 +674,6 @@ mod tests {
             }),
             ..kube::core::Status::failure("listing", "Expired")
         }))
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_write_in_flight_is_finished_when_the_assigner_stops_waiting() {
-        // A server that answers each request after 100 ms, and counts the
-        // requests it answered: one cancelled in flight is never answered.
-        let answered = Arc::new(AtomicUsize::new(0));
-        let counter = answered.clone();
-        let service = tower::service_fn(move |_: http::Request<kube::client::Body>| {
-            let counter = counter.clone();
-            async move {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                counter.fetch_add(1, Ordering::SeqCst);
-                let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": "a", "namespace": "ns"}});
-                Ok::<_, std::convert::Infallible>(http::Response::new(http_body_util::Full::new(
-                    hyper::body::Bytes::from(body.to_string()),
-                )))
-            }
-        });
-        let client = kube::Client::new(service, "ns");
-        let write = |api: Api<k8s_openapi::api::core::v1::ConfigMap>| async move {
-            let patch = json!({"metadata": {"labels": {"shard": "a"}}});
-            api.patch_metadata("a", &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-        };
-        // The assigner stops 10 ms into each write.
-        let stopped = Duration::from_millis(10);
-        let cut =
-            tokio::time::timeout(stopped, write(Api::default_namespaced(client.clone()))).await;
-        assert!(cut.is_err());
-        let kept =
-            tokio::time::timeout(stopped, finished(write(Api::default_namespaced(client)))).await;
-        assert!(kept.is_err());
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        assert_eq!(
-            answered.load(Ordering::SeqCst),
-            1,
-            "only the write run by `finished` reached its answer"
-        );
     }
 
     #[test]
