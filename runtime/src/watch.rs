@@ -220,7 +220,7 @@ where
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::VecDeque;
     use std::sync::{Arc, Mutex};
 
@@ -256,7 +256,7 @@ mod tests {
     /// A client whose server answers `answers` in order, one per request,
     /// and records each request's path and query. A watch's answer is a
     /// finite body: the server ends that watch once it is sent.
-    fn scripted(answers: Vec<String>) -> (kube::Client, Arc<Mutex<Vec<String>>>) {
+    pub(crate) fn scripted(answers: Vec<String>) -> (kube::Client, Arc<Mutex<Vec<String>>>) {
         let asked = Arc::new(Mutex::new(Vec::new()));
         let answers = Arc::new(Mutex::new(VecDeque::from(answers)));
         let seen = asked.clone();

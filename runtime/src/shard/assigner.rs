@@ -242,7 +242,8 @@ impl Assigner {
 
     /// Labels the objects unlabelled when the assigner starts, listed a
     /// page at a time from etcd ([`paged`]), each page labelled before the
-    /// next is asked for.
+    /// next is asked for, unless the kind was assigned before
+    /// ([`assigned_before`]).
     ///
     /// Not from the watch cache, which answers in one piece: at a start
     /// with 30,000 VPCs unlabelled (sharding turned on over existing
@@ -255,18 +256,30 @@ impl Assigner {
     /// A failure other than an expired continue token ends the listing
     /// early: the watch that follows lists whatever is still unlabelled
     /// from the watch cache, in one piece (the memory this listing saves,
-    /// spent only then). On a cluster whose
-    /// objects are all labelled (a new leader) the first page finds none,
-    /// but the API server reads every object of the kind from etcd to say
-    /// so, once per assigner start. Listing every object instead and
-    /// skipping the labelled ones, as the pass does, was worse: at
-    /// 100,000 VPCs each change of leader started that listing again at
-    /// the first page, and the new leader paged through every VPC labelled
-    /// so far (15 s a page on the saturated API server) before it labelled
-    /// another; labelling stood still for minutes after each of the four
-    /// changes of leader in the first hour.
+    /// spent only then).
+    ///
+    /// A kind assigned before (a new leader, or the same one leading
+    /// again) is left to that watch: its unlabelled objects are the few
+    /// created while no assigner ran. Paging for them was what made the
+    /// API server read every labelled object from etcd to find the first
+    /// unlabelled one: at 100,000 VPCs, longer than its one-minute limit,
+    /// a 504 at each change of leader. Listing every object and skipping
+    /// the labelled ones, as a pass does, was worse: each change of
+    /// leader started it again at the first page, and the new leader
+    /// paged through every VPC labelled so far (15 s a page on the
+    /// saturated API server) before it labelled another.
     async fn assign_listed(&self, kind: &ShardedKind) {
         let api: Api<DynamicObject> = Api::all_with(self.kube.clone(), &kind.resource);
+        match assigned_before(&api, &self.shard.label).await {
+            Ok(true) => {
+                info!(kind = %kind.kind, "assigned before: the watch lists the unassigned objects");
+                return;
+            }
+            Ok(false) => {}
+            Err(error) => {
+                warn!(%error, kind = %kind.kind, "cannot read the first object; listing unassigned ones a page at a time");
+            }
+        }
         let listed = paged(&api, Some(&self.unlabelled()), kind, |items| async move {
             futures::stream::iter(items)
                 .for_each_concurrent(CONCURRENT_WRITES, |object| async move {
@@ -615,6 +628,25 @@ where
     }
 }
 
+/// Whether the objects of the kind `api` serves were assigned before:
+/// the first of them in etcd's order carries `label`. One object read
+/// from etcd, cheap however many the kind holds, where a listing of the
+/// unlabelled objects reads all the labelled ones to skip them.
+///
+/// A start-up listing labels in etcd's order and the watch labels each
+/// new object within seconds, so once the first object is labelled, the
+/// unlabelled ones are those created while no assigner ran, or the rest
+/// of a start-up listing whose leader stopped halfway (then the watch's
+/// list holds them all at once, as after a failed listing). A kind with
+/// no objects was not.
+async fn assigned_before(api: &Api<DynamicObject>, label: &str) -> Result<bool, kube::Error> {
+    let first = api.list_metadata(&ListParams::default().limit(1)).await?;
+    Ok(first
+        .items
+        .first()
+        .is_some_and(|object| entry(object.metadata.labels.as_ref(), label).is_some()))
+}
+
 /// The longest a pass whose listing failed waits before it is tried
 /// again.
 const RETRY_AT_MOST_AFTER: Duration = Duration::from_secs(60);
@@ -674,6 +706,72 @@ mod tests {
             }),
             ..kube::core::Status::failure("listing", "Expired")
         }))
+    }
+
+    fn vpcs() -> ApiResource {
+        ApiResource {
+            group: "fakecloud.crossplane.io".into(),
+            version: "v1".into(),
+            api_version: "fakecloud.crossplane.io/v1".into(),
+            kind: "VPC".into(),
+            plural: "vpcs".into(),
+        }
+    }
+
+    fn first_of(items: Vec<Value>) -> String {
+        json!({
+            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList",
+            "metadata": {"resourceVersion": "7", "continue": "more"}, "items": items,
+        })
+        .to_string()
+    }
+
+    fn vpc(labels: Value) -> Value {
+        json!({
+            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+            "metadata": {"name": "a", "namespace": "ns", "resourceVersion": "5", "labels": labels},
+        })
+    }
+
+    /// What `assigned_before` says when the API server answers `answer`,
+    /// and what it asked.
+    async fn assigned_before_with(answer: String) -> (Result<bool, kube::Error>, Vec<String>) {
+        let (client, asked) = crate::watch::tests::scripted(vec![answer]);
+        let api: Api<DynamicObject> = Api::all_with(client, &vpcs());
+        let said = assigned_before(&api, "fakecloud.crossplane.io/shard").await;
+        let asked = asked.lock().unwrap().clone();
+        (said, asked)
+    }
+
+    #[tokio::test]
+    async fn a_kind_whose_first_object_is_labelled_was_assigned_before() {
+        let (said, asked) = assigned_before_with(first_of(vec![vpc(
+            json!({"fakecloud.crossplane.io/shard": "replica-1", "team": "a"}),
+        )]))
+        .await;
+        assert!(said.unwrap());
+        // One object, from etcd (no resourceVersion), whatever its label:
+        // no selector for the API server to filter every object through.
+        let [list] = asked.as_slice() else {
+            panic!("one request: {asked:?}")
+        };
+        let (path, query) = list.split_once('?').expect("a query");
+        assert_eq!(path, "/apis/fakecloud.crossplane.io/v1/vpcs");
+        let params: Vec<&str> = query.split('&').filter(|p| !p.is_empty()).collect();
+        assert_eq!(params, ["limit=1"], "{list}");
+    }
+
+    #[tokio::test]
+    async fn a_kind_whose_first_object_is_unlabelled_or_with_none_was_not() {
+        let unlabelled = first_of(vec![vpc(json!({"team": "a"}))]);
+        assert!(!assigned_before_with(unlabelled).await.0.unwrap());
+        assert!(!assigned_before_with(first_of(vec![])).await.0.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_failed_read_of_the_first_object_is_an_error_not_an_answer() {
+        let (said, _) = assigned_before_with("not json".to_owned()).await;
+        assert!(said.is_err());
     }
 
     #[test]
