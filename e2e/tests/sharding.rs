@@ -145,6 +145,48 @@ fn owner_of(vpc: &Vpc) -> String {
     vpc.labels().get(LABEL).cloned().unwrap_or_default()
 }
 
+/// The entries of `vpc`'s managedFields (manager, operation, API version)
+/// that hold the field at `path` (fieldsV1 keys, as `f:metadata`).
+fn managers_of(vpc: &Vpc, path: &[&str]) -> Vec<String> {
+    vpc.managed_fields()
+        .iter()
+        .filter(|entry| {
+            let fields = entry.fields_v1.as_ref().map(|f| &f.0);
+            path.iter()
+                .try_fold(fields, |at, key| at.map(|v| v.get(*key)))
+                .flatten()
+                .is_some()
+        })
+        .map(|entry| {
+            let part = |p: &Option<String>| p.clone().unwrap_or_default();
+            format!(
+                "{} {} {}",
+                part(&entry.manager),
+                part(&entry.operation),
+                part(&entry.api_version)
+            )
+        })
+        .collect()
+}
+
+/// The shard label is recorded under the provider's own field manager,
+/// the one holding the finalizer its reconciles add: the assigner's
+/// write adds no managedFields entry to any object (one more on every
+/// object is work for the API server at each later write of it).
+fn the_label_joins_the_providers_field_manager(vpcs: &[Vpc]) -> anyhow::Result<()> {
+    for vpc in vpcs {
+        let label = ["f:metadata", "f:labels", &format!("f:{LABEL}")];
+        let labelled_by = managers_of(vpc, &label);
+        let finalized_by = managers_of(vpc, &["f:metadata", "f:finalizers"]);
+        ensure!(
+            labelled_by.len() == 1 && labelled_by == finalized_by,
+            "{}: the label is held by {labelled_by:?}, the finalizer by {finalized_by:?}",
+            vpc.name_any()
+        );
+    }
+    Ok(())
+}
+
 /// The VPCs of `vpcs` labelled `identity`'s.
 fn owned_by(vpcs: &[Vpc], identity: &str) -> Vec<Vpc> {
     vpcs.iter()
@@ -384,6 +426,7 @@ async fn three_replicas_share_the_work_and_survive_a_kill_and_a_freeze() -> anyh
             "{identity} sees 3 members"
         );
     }
+    the_label_joins_the_providers_field_manager(&all)?;
     let in_cloud = cloud_vpcs(&world).await?;
     let created = mutations(&world, mark).await?;
     ensure!(

@@ -270,7 +270,7 @@ impl Provider {
             ctx.changelog = Some(ChangeLogger::start(socket, provider, &ctx.metrics));
         }
         if let Some(sharding) = self.sharding {
-            let shard = Arc::new(Shard::new(sharding));
+            let shard = Arc::new(Shard::new(sharding, &self.field_manager));
             ctx.shard = Some(shard.clone());
             shared::run(Arc::new(ctx), kube, shard, self.kinds, ready, shutdown).await;
             return Ok(());

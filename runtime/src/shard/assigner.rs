@@ -529,10 +529,14 @@ impl Assigner {
         // resourceVersion it read, it is as safe after a change of leader
         // as before, and one cancelled in flight is a 500 at the API
         // server ([`finished`]).
+        let params = PatchParams {
+            field_manager: Some(self.shard.field_manager.clone()),
+            ..PatchParams::default()
+        };
         let written = {
             let name = name.clone();
             finished(async move {
-                api.patch_metadata(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                api.patch_metadata(&name, &params, &Patch::Merge(&patch))
                     .await
             })
             .await

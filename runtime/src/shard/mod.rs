@@ -228,6 +228,12 @@ pub(crate) struct Shard {
     /// their members apart.
     pub member_label: String,
     pub fence: Fence,
+    /// The field manager the assigner's label writes are recorded under:
+    /// the provider's own, whose entry in an object's managedFields
+    /// already holds what its reconciles patch. A manager of the
+    /// assigner's own added an entry to every object, which the API
+    /// server decodes and encodes again at each of its later writes.
+    pub field_manager: String,
     /// Objects (uid) this replica handed on, until its watch sees them go.
     released: Mutex<HashMap<String, Instant>>,
     /// Objects (uid) reconciled here since they last came.
@@ -235,7 +241,7 @@ pub(crate) struct Shard {
 }
 
 impl Shard {
-    pub(crate) fn new(config: Sharding) -> Self {
+    pub(crate) fn new(config: Sharding, field_manager: &str) -> Self {
         let domain = config.domain.clone();
         Self {
             label: format!("{domain}/shard"),
@@ -243,6 +249,7 @@ impl Shard {
             moved_at: format!("{domain}/shard-moved-at"),
             member_label: format!("{domain}/shard-member"),
             fence: Fence::new(config.timing.renew_deadline),
+            field_manager: field_manager.to_owned(),
             config,
             released: Mutex::new(HashMap::new()),
             seen: Mutex::new(HashSet::new()),
@@ -358,7 +365,10 @@ mod tests {
     }
 
     fn shard() -> Shard {
-        Shard::new(Sharding::new("example.org", "ns", "leader", "pod-a").unwrap())
+        Shard::new(
+            Sharding::new("example.org", "ns", "leader", "pod-a").unwrap(),
+            "provider-example",
+        )
     }
 
     #[test]
