@@ -713,13 +713,11 @@ mod tests {
     }
 
     fn vpcs() -> ApiResource {
-        ApiResource {
-            group: "fakecloud.crossplane.io".into(),
-            version: "v1".into(),
-            api_version: "fakecloud.crossplane.io/v1".into(),
-            kind: "VPC".into(),
-            plural: "vpcs".into(),
-        }
+        ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+            "fakecloud.crossplane.io",
+            "v1",
+            "VPC",
+        ))
     }
 
     fn first_of(items: Vec<Value>) -> String {
