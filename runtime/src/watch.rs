@@ -93,7 +93,7 @@ fn least_watch(short: u32) -> Duration {
 pub(crate) fn relisting<K>(
     api: Api<K>,
     selector: &str,
-) -> impl Stream<Item = watcher::Result<Event<K>>> + Send + 'static
+) -> impl Stream<Item = watcher::Result<Event<K>>> + Send + use<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
 {
@@ -257,6 +257,13 @@ pub(crate) mod tests {
     /// and records each request's path and query. A watch's answer is a
     /// finite body: the server ends that watch once it is sent.
     pub(crate) fn scripted(answers: Vec<String>) -> (kube::Client, Arc<Mutex<Vec<String>>>) {
+        scripted_with_status(answers.into_iter().map(|body| (200, body)).collect())
+    }
+
+    /// [`scripted`], each answer with its HTTP status.
+    pub(crate) fn scripted_with_status(
+        answers: Vec<(u16, String)>,
+    ) -> (kube::Client, Arc<Mutex<Vec<String>>>) {
         let asked = Arc::new(Mutex::new(Vec::new()));
         let answers = Arc::new(Mutex::new(VecDeque::from(answers)));
         let seen = asked.clone();
@@ -264,10 +271,10 @@ pub(crate) mod tests {
             seen.lock().unwrap().push(request.uri().to_string());
             let answer = answers.lock().unwrap().pop_front();
             async move {
-                let body = answer.ok_or("the script has no more answers")?;
-                Ok::<_, Box<dyn std::error::Error + Send + Sync>>(http::Response::new(Full::new(
-                    Bytes::from(body),
-                )))
+                let (status, body) = answer.ok_or("the script has no more answers")?;
+                let mut response = http::Response::new(Full::new(Bytes::from(body)));
+                *response.status_mut() = http::StatusCode::from_u16(status)?;
+                Ok::<_, Box<dyn std::error::Error + Send + Sync>>(response)
             }
         });
         (kube::Client::new(service, "default"), asked)

@@ -219,12 +219,17 @@ impl Assigner {
         let objects = relisting(api, &selector)
             .default_backoff()
             .applied_objects();
+        let name = kind.kind.as_str();
         objects
             .filter_map(|object| async move {
                 object
-                    .inspect_err(
-                        |error| warn!(%error, "watch of unassigned objects failed; listing again"),
-                    )
+                    .inspect_err(|error| {
+                        if watch_not_served(error) {
+                            debug!(kind = %name, "not served (no CRD); listing again later");
+                        } else {
+                            warn!(%error, kind = %name, "watch of unassigned objects failed; listing again");
+                        }
+                    })
                     .ok()
             })
             .for_each_concurrent(CONCURRENT_WRITES, |object| {
@@ -276,6 +281,10 @@ impl Assigner {
                 return;
             }
             Ok(false) => {}
+            Err(error) if not_served(&error) => {
+                debug!(kind = %kind.kind, "not served (no CRD): the watch lists its objects once it is");
+                return;
+            }
             Err(error) => {
                 warn!(%error, kind = %kind.kind, "cannot read the first object; listing unassigned ones a page at a time");
             }
@@ -444,7 +453,7 @@ impl Assigner {
         tally: &Tally,
     ) -> Result<(), kube::Error> {
         let api: Api<DynamicObject> = Api::all_with(self.kube.clone(), &kind.resource);
-        paged(&api, None, kind, |items| async move {
+        let listed = paged(&api, None, kind, |items| async move {
             let labelled: Vec<_> = items
                 .into_iter()
                 .filter(|object| {
@@ -463,8 +472,15 @@ impl Assigner {
                 })
                 .await;
         })
-        .await
-        .map(|_| ())
+        .await;
+        match listed {
+            // A kind whose CRD is not installed (an inactive MRD) has no
+            // objects to move. Counted as a failure, it made every pass
+            // be tried again within a minute, each a listing of every
+            // other kind's objects from etcd.
+            Err(error) if not_served(&error) => Ok(()),
+            listed => listed.map(|_| ()),
+        }
     }
 
     /// Makes the move `object` needs, if any.
@@ -683,6 +699,22 @@ fn continue_after_expiry(error: &kube::Error) -> Option<&str> {
     }
 }
 
+/// Whether the API server answered that it does not serve the kind: its
+/// CRD is not installed (an MRD not activated) or not yet established.
+/// It answers such a path with a plain-text 404, not a `Status`.
+fn not_served(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 404)
+}
+
+/// [`not_served`], as the watch of unassigned objects reports it.
+fn watch_not_served(error: &kube::runtime::watcher::Error) -> bool {
+    use kube::runtime::watcher::Error;
+    match error {
+        Error::InitialListFailed(error) | Error::WatchStartFailed(error) => not_served(error),
+        _ => false,
+    }
+}
+
 /// The value of `key` in a label or annotation map.
 fn entry<'a>(
     map: Option<&'a std::collections::BTreeMap<String, String>>,
@@ -774,6 +806,29 @@ mod tests {
     async fn a_failed_read_of_the_first_object_is_an_error_not_an_answer() {
         let (said, _) = assigned_before_with("not json".to_owned()).await;
         assert!(said.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_kind_without_its_crd_is_not_served_and_other_failures_are_failures() {
+        // What kube-apiserver answers for the path of a resource no CRD
+        // defines: a plain-text 404.
+        let (client, _) = crate::watch::tests::scripted_with_status(vec![
+            (404, "404 page not found\n".to_owned()),
+            (500, "etcd is down".to_owned()),
+        ]);
+        let api: Api<DynamicObject> = Api::all_with(client, &vpcs());
+        let kind = ShardedKind {
+            resource: vpcs(),
+            kind: "VPC".to_owned(),
+            drains: true,
+        };
+        let absent = paged(&api, None, &kind, |_| async {}).await.unwrap_err();
+        assert!(not_served(&absent), "{absent}");
+        let watch = kube::runtime::watcher::Error::InitialListFailed(absent);
+        assert!(watch_not_served(&watch));
+        let failed = paged(&api, None, &kind, |_| async {}).await.unwrap_err();
+        assert!(!not_served(&failed), "{failed}");
+        assert!(!not_served(&api_error(410, Some("next"))));
     }
 
     #[test]
