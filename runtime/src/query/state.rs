@@ -36,6 +36,9 @@ pub struct QueryController<Q: QueryKind<C>, C: Connect> {
     owned: Store<Q::Managed>,
     /// When `owned` has listed once: what the first reconciles wait for.
     owned_listed: Listed,
+    /// Turned true by the first reconcile: the watch filling `owned`
+    /// starts then ([`super::controller`] says why not sooner).
+    owned_wanted: tokio::sync::watch::Sender<bool>,
     /// Per query (by uid): its last listing and what it applied since.
     memory: Mutex<HashMap<String, Memory>>,
 }
@@ -43,11 +46,18 @@ pub struct QueryController<Q: QueryKind<C>, C: Connect> {
 impl<Q: QueryKind<C>, C: Connect> QueryController<Q, C> {
     /// The shared state of a controller whose owned managed resources are
     /// in `owned`, with nothing remembered yet.
-    pub(crate) fn new(ctx: Arc<Context>, connect: Arc<C>, owned: Store<Q::Managed>) -> Self {
+    /// `owned_wanted` is what the watch that fills `owned` waits for.
+    pub(crate) fn new(
+        ctx: Arc<Context>,
+        connect: Arc<C>,
+        owned: Store<Q::Managed>,
+        owned_wanted: tokio::sync::watch::Sender<bool>,
+    ) -> Self {
         Self {
             ctx,
             connect,
             owned_listed: Listed::of(&owned),
+            owned_wanted,
             owned,
             memory: Mutex::new(HashMap::new()),
         }
@@ -132,8 +142,10 @@ impl<Q: QueryKind<C>, C: Connect> QueryController<Q, C> {
     /// Whether the watch of the managed resources has listed them once,
     /// waiting up to [`CATCH_UP_LIMIT`]: before that, every owned resource
     /// would look missing, and a restarted provider would apply them all
-    /// again (harmless, being the same objects, but a write each).
+    /// again (harmless, being the same objects, but a write each). The
+    /// first call starts that watch.
     pub(crate) async fn owned_listed(&self) -> bool {
+        self.owned_wanted.send_if_modified(|wanted| !std::mem::replace(wanted, true));
         self.owned_listed.within(CATCH_UP_LIMIT).await
     }
 
