@@ -163,6 +163,15 @@ impl LocalControlPlane {
                 std::env::var_os("E2E_APISERVER_PROFILING").is_some_and(|v| v == "1")
             ),
         ];
+        // Its log's verbosity, when asked for: at 1 it says each watcher it
+        // closes for falling behind ("Forcing watcher close due to
+        // unresponsiveness"), which the default level keeps quiet.
+        if let Some(level) = std::env::var("E2E_APISERVER_VERBOSITY")
+            .ok()
+            .filter(|v| v.parse::<u8>().is_ok())
+        {
+            apiserver_args.push(format!("--v={level}"));
+        }
         if std::env::var_os("E2E_APISERVER_AUDIT").is_some_and(|v| v == "1") {
             apiserver_args.extend(audit_args(dir, &logs)?);
         }
