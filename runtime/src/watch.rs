@@ -114,6 +114,26 @@ where
     .filter_map(futures::future::ready)
 }
 
+/// The stream `start` makes, made only once `wanted` turns true: a watch
+/// nothing reads yet is not opened (the query controllers' watch of the
+/// managed resources their queries own, [`crate::query`]). Ends without
+/// starting if `wanted`'s sender is dropped first.
+pub(crate) fn once_wanted<S>(
+    mut wanted: tokio::sync::watch::Receiver<bool>,
+    start: impl FnOnce() -> S + Send + 'static,
+) -> impl Stream<Item = S::Item> + Send + 'static
+where
+    S: Stream<Item: Send> + Send + 'static,
+{
+    let mut start = Some(start);
+    futures::stream::once(async move { wanted.wait_for(|wanted| *wanted).await.is_ok() })
+        .filter(|wanted| futures::future::ready(*wanted))
+        .flat_map(move |_| match start.take() {
+            Some(start) => start().left_stream(),
+            None => futures::stream::empty().right_stream(),
+        })
+}
+
 /// What a [`relisting`] watch asks the API server, the same every time.
 struct Asks<K> {
     api: Api<K>,
@@ -224,7 +244,7 @@ pub(crate) mod tests {
     use std::collections::VecDeque;
     use std::sync::{Arc, Mutex};
 
-    use futures::StreamExt;
+    use futures::{FutureExt, StreamExt};
     use http_body_util::Full;
     use hyper::body::Bytes;
     use k8s_openapi::api::core::v1::ConfigMap;
@@ -232,7 +252,7 @@ pub(crate) mod tests {
     use kube::runtime::watcher::{Error, Event};
     use serde_json::{Value, json};
 
-    use super::relisting;
+    use super::{once_wanted, relisting};
 
     fn config_map(version: &str) -> Value {
         json!({
@@ -292,6 +312,33 @@ pub(crate) mod tests {
             Err(Error::WatchError(status)) => format!("error {}", status.code),
             Err(error) => format!("failed: {error}"),
         }
+    }
+
+    #[tokio::test]
+    async fn a_stream_once_wanted_starts_only_when_wanted_and_never_if_abandoned() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let started = Arc::new(AtomicBool::new(false));
+        let (want, wanted) = tokio::sync::watch::channel(false);
+        let flag = started.clone();
+        let mut stream = std::pin::pin!(once_wanted(wanted, move || {
+            flag.store(true, Ordering::SeqCst);
+            futures::stream::iter([1, 2])
+        }));
+        assert!(stream.next().now_or_never().is_none(), "yielded unwanted");
+        assert!(!started.load(Ordering::SeqCst), "started before wanted");
+        want.send_replace(true);
+        assert_eq!(stream.as_mut().collect::<Vec<_>>().await, [1, 2]);
+        assert!(started.load(Ordering::SeqCst));
+
+        let (want, wanted) = tokio::sync::watch::channel(false);
+        let never = once_wanted(
+            wanted,
+            || -> futures::stream::Iter<std::vec::IntoIter<u8>> {
+                panic!("started although never wanted")
+            },
+        );
+        drop(want);
+        assert_eq!(never.collect::<Vec<_>>().await, Vec::<u8>::new());
     }
 
     #[tokio::test(start_paused = true)]

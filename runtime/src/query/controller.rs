@@ -38,30 +38,32 @@ pub async fn run_query_controller<Q: QueryKind<C>, C: Connect>(
 ) {
     let (owned, writer) = reflector::store();
     let managed: Api<Q::Managed> = Api::all(kube.clone());
-    let (owned_wanted, mut wanted) = tokio::sync::watch::channel(false);
+    let (owned_wanted, wanted) = tokio::sync::watch::channel(false);
     // Few of a kind's managed resources belong to queries: a watch that
     // lists again when it ends ([`crate::watch::relisting`]), started by
     // the first reconcile of a query of the kind (which waits for its
     // list). A replica with no query of the kind has no such watch: every
     // watch of a busy kind is one more watcher the API server hands each
     // of its events to, and at 30,000 VPCs with three replicas the three
-    // that found nothing were closed for falling behind and opened again
-    // hundreds of times, each a pass over the kind's watch cache.
-    let owned_changes = futures::stream::once(async move {
-        wanted.wait_for(|wanted| *wanted).await.is_ok()
+    // that found nothing were closed for falling behind and listed again
+    // every few seconds, each list a pass over the kind's watch cache.
+    let owned_changes = crate::watch::once_wanted(wanted, move || {
+        crate::watch::relisting(managed, &name_label::<Q>())
     })
-    // Not wanted means the controller is gone: nothing to watch.
-    .filter(|wanted| std::future::ready(*wanted))
-    .flat_map(move |_| crate::watch::relisting(managed.clone(), &name_label::<Q>()))
-        .default_backoff()
-        .modify(|mr: &mut Q::Managed| {
-            mr.managed_fields_mut().clear();
-            mr.annotations_mut().remove(LAST_APPLIED_ANNOTATION);
-            *mr.managed_status_mut() = ManagedStatus::default();
-        })
-        .reflect(writer)
-        .touched_objects();
-    let controller = Arc::new(QueryController::<Q, C>::new(ctx, connect, owned, owned_wanted));
+    .default_backoff()
+    .modify(|mr: &mut Q::Managed| {
+        mr.managed_fields_mut().clear();
+        mr.annotations_mut().remove(LAST_APPLIED_ANNOTATION);
+        *mr.managed_status_mut() = ManagedStatus::default();
+    })
+    .reflect(writer)
+    .touched_objects();
+    let controller = Arc::new(QueryController::<Q, C>::new(
+        ctx,
+        connect,
+        owned,
+        owned_wanted,
+    ));
     let resyncs = crate::controller::resyncs(controller.ctx.settings.sync_interval);
     let queries = crate::controller::watch_config(controller.ctx.shard.as_deref());
     Controller::new(Api::<Q>::all(kube), queries)

@@ -108,6 +108,8 @@ pub async fn reconcile<Q: QueryKind<C>, C: Connect>(
         controller.forget(&uid);
         return Ok(Action::await_change());
     }
+    // Its list then runs while this reconcile reads the cloud.
+    controller.want_owned();
     let intent = Intent {
         generation: query.meta().generation,
         reconcile_requested_at: query

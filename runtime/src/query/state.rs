@@ -145,8 +145,15 @@ impl<Q: QueryKind<C>, C: Connect> QueryController<Q, C> {
     /// again (harmless, being the same objects, but a write each). The
     /// first call starts that watch.
     pub(crate) async fn owned_listed(&self) -> bool {
-        self.owned_wanted.send_if_modified(|wanted| !std::mem::replace(wanted, true));
+        self.want_owned();
         self.owned_listed.within(CATCH_UP_LIMIT).await
+    }
+
+    /// Starts the watch of the managed resources the kind's queries own,
+    /// if it has not started.
+    pub(crate) fn want_owned(&self) {
+        self.owned_wanted
+            .send_if_modified(|wanted| !std::mem::replace(wanted, true));
     }
 
     /// The managed resources `query` owns: in its namespace, carrying its
