@@ -233,6 +233,7 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
     let counted = Counters::read(&world).await?;
     let requests = since(&counted_before.requests, &counted.requests);
     let conversions = counted.conversions_since(&counted_before);
+    let replayed = counted.replayed - counted_before.replayed;
     let cpu = cpu_elsewhere().since(&cpu_before);
     for sampler in samplers {
         sampler.abort();
@@ -289,6 +290,13 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
         );
     }
     print_requests(&label, &requests, args.count);
+    let vpc_watches = requests
+        .iter()
+        .filter(|(r, _)| r.resource == "vpcs" && r.verb == "WATCH")
+        .fold(0.0, |sum, (_, n)| sum + n);
+    println!(
+        "[{label}] API server: {vpc_watches:.0} watches of VPCs opened, {replayed:.0} events replayed to watches as they opened",
+    );
     for (version, (calls, seconds)) in &conversions {
         println!(
             "[{label}] API server's conversion webhook calls to {version}: {calls:.0} ({:.2} per VPC), {:.1} ms each on average",
