@@ -86,6 +86,20 @@ pub(crate) fn decide(
     }
 }
 
+/// What the assigner found of a kind when it started: whether any of its
+/// objects were labelled before ([`assigned_before`]).
+enum FirstLook {
+    /// The first object carries the label.
+    Before,
+    /// It does not, or there is no object.
+    Never,
+    /// The API server does not serve the kind (no CRD yet).
+    NotServed,
+    /// The read failed: the unassigned objects are listed (as for
+    /// `Never`) and the start's pass goes over the kind (as for `Before`).
+    Unknown,
+}
+
 /// What one object's placement came to.
 enum Placed {
     Stays,
@@ -151,13 +165,25 @@ pub(crate) async fn run(
         members = ?settled,
         "assigning objects to the shard members"
     );
+    let looks = futures::future::join_all(kinds.iter().map(|kind| assigner.first_look(kind))).await;
+    // The start's pass leaves out the kinds none of whose objects were
+    // labelled before: every label on them is then this assigner's, put
+    // by the membership the pass would check it against, and a change of
+    // membership from here on makes a pass of its own. At 30,000 VPCs
+    // that pass read 60 pages from etcd while the start-up listing
+    // labelled them, and moved nothing.
+    let fresh: Vec<bool> = looks
+        .iter()
+        .map(|look| matches!(look, FirstLook::Never | FirstLook::NotServed))
+        .collect();
     let new_objects = futures::future::join_all(
         kinds
             .iter()
             .cloned()
-            .map(|kind| assigner.clone().assign_new(kind)),
+            .zip(looks)
+            .map(|(kind, look)| assigner.clone().assign_new(kind, look)),
     );
-    let passes = assigner.clone().passes(kinds);
+    let passes = assigner.clone().passes(kinds, fresh);
     tokio::select! {
         _ = stop.wait_for(|stop| *stop) => {}
         _ = new_objects => {}
@@ -203,8 +229,8 @@ impl Assigner {
     /// Labels each object that is, or appears, without the label: first
     /// those already there ([`Assigner::assign_listed`]), then each new one
     /// as the watch sees it.
-    async fn assign_new(self: Arc<Self>, kind: ShardedKind) {
-        self.assign_listed(&kind).await;
+    async fn assign_new(self: Arc<Self>, kind: ShardedKind, look: FirstLook) {
+        self.assign_listed(&kind, look).await;
         // Parsed without managedFields (`slim`): the watch's list is held
         // until each object in it is labelled.
         let api: Api<Slim> = Api::all_with(self.kube.clone(), &kind.resource);
@@ -273,22 +299,19 @@ impl Assigner {
     /// leader started it again at the first page, and the new leader
     /// paged through every VPC labelled so far (15 s a page on the
     /// saturated API server) before it labelled another.
-    async fn assign_listed(&self, kind: &ShardedKind) {
-        let api: Api<DynamicObject> = Api::all_with(self.kube.clone(), &kind.resource);
-        match assigned_before(&api, &self.shard.label).await {
-            Ok(true) => {
+    async fn assign_listed(&self, kind: &ShardedKind, look: FirstLook) {
+        match look {
+            FirstLook::Before => {
                 info!(kind = %kind.kind, "assigned before: the watch lists the unassigned objects");
                 return;
             }
-            Ok(false) => {}
-            Err(error) if not_served(&error) => {
+            FirstLook::NotServed => {
                 debug!(kind = %kind.kind, "not served (no CRD): the watch lists its objects once it is");
                 return;
             }
-            Err(error) => {
-                warn!(%error, kind = %kind.kind, "cannot read the first object; listing unassigned ones a page at a time");
-            }
+            FirstLook::Never | FirstLook::Unknown => {}
         }
+        let api: Api<DynamicObject> = Api::all_with(self.kube.clone(), &kind.resource);
         let listed = paged(&api, Some(&self.unlabelled()), kind, |items| async move {
             futures::stream::iter(items)
                 .for_each_concurrent(CONCURRENT_WRITES, |object| async move {
@@ -303,6 +326,21 @@ impl Assigner {
             }
             Err(error) => {
                 warn!(%error, kind = %kind.kind, "cannot list unassigned objects; the watch of new ones lists the rest")
+            }
+        }
+    }
+
+    /// Whether `kind`'s objects were assigned before this assigner
+    /// started ([`assigned_before`]).
+    async fn first_look(&self, kind: &ShardedKind) -> FirstLook {
+        let api: Api<DynamicObject> = Api::all_with(self.kube.clone(), &kind.resource);
+        match assigned_before(&api, &self.shard.label).await {
+            Ok(true) => FirstLook::Before,
+            Ok(false) => FirstLook::Never,
+            Err(error) if not_served(&error) => FirstLook::NotServed,
+            Err(error) => {
+                warn!(%error, kind = %kind.kind, "cannot read the first object; listing unassigned ones a page at a time");
+                FirstLook::Unknown
             }
         }
     }
@@ -350,7 +388,10 @@ impl Assigner {
     /// ([`retry_after`]): at 30,000 objects on a busy API server a listing
     /// cut at its one-minute limit, tried again a second later, kept the
     /// server reading every object from etcd for 23 minutes.
-    async fn passes(self: Arc<Self>, kinds: Vec<ShardedKind>) {
+    ///
+    /// The first pass leaves out the kinds whose place in `fresh` is true
+    /// (see [`run`]).
+    async fn passes(self: Arc<Self>, kinds: Vec<ShardedKind>, mut fresh: Vec<bool>) {
         let mut changes = self.members.live.subscribe();
         let mut failed_listings = 0;
         loop {
@@ -360,7 +401,8 @@ impl Assigner {
             let mut unlisted = false;
             if !live.is_empty() {
                 let tally = Tally::default();
-                for kind in &kinds {
+                let at_start = |i: usize| fresh.get(i).copied().unwrap_or(false);
+                for (_, kind) in kinds.iter().enumerate().filter(|(i, _)| !at_start(*i)) {
                     if let Err(error) = self.pass(kind, &live, &tally).await {
                         warn!(%error, kind = %kind.kind, failed_before = failed_listings, "cannot list for assignment; the pass is tried again");
                         unlisted = true;
@@ -370,6 +412,7 @@ impl Assigner {
                 info!(members = ?live, objects, moved, stale, "assignment pass");
                 undone = stale > 0;
             }
+            fresh.clear();
             failed_listings = if unlisted { failed_listings + 1 } else { 0 };
             let next_pass = if unlisted {
                 retry_after(failed_listings)
