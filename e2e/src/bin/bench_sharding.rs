@@ -289,14 +289,7 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
             100.0 * p.owned as f64 / args.count as f64
         );
     }
-    print_requests(&label, &requests, args.count);
-    let vpc_watches = requests
-        .iter()
-        .filter(|(r, _)| r.resource == "vpcs" && r.verb == "WATCH")
-        .fold(0.0, |sum, (_, n)| sum + n);
-    println!(
-        "[{label}] API server: {vpc_watches:.0} watches of VPCs opened, {replayed:.0} events replayed to watches as they opened",
-    );
+    print_requests(&label, &requests, replayed, args.count);
     for (version, (calls, seconds)) in &conversions {
         println!(
             "[{label}] API server's conversion webhook calls to {version}: {calls:.0} ({:.2} per VPC), {:.1} ms each on average",
@@ -479,9 +472,10 @@ async fn cloud_vpcs(world: &World) -> anyhow::Result<usize> {
 }
 
 /// Where the API server's work went while the providers ran: writes to
-/// VPCs per VPC, conflicts, and every series of at least one request per
-/// ten VPCs, largest first.
-fn print_requests(label: &str, requests: &Requests, count: usize) {
+/// VPCs per VPC, conflicts, the watches of VPCs it opened and the events
+/// it `replayed` to watches as they opened, and every series of at least
+/// one request per ten VPCs, largest first.
+fn print_requests(label: &str, requests: &Requests, replayed: f64, count: usize) {
     let sum = |f: &dyn Fn(&apiserver_metrics::Request) -> bool| {
         requests
             .iter()
@@ -495,6 +489,10 @@ fn print_requests(label: &str, requests: &Requests, count: usize) {
         vpc_writes,
         vpc_writes / count as f64,
         sum(&|r| r.code == "409"),
+    );
+    println!(
+        "[{label}] API server: {:.0} watches of VPCs opened, {replayed:.0} events replayed to watches as they opened",
+        sum(&|r| r.resource == "vpcs" && r.verb == "WATCH"),
     );
     let mut series: Vec<_> = requests
         .iter()
