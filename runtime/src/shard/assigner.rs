@@ -19,9 +19,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use kube::api::{
-    ApiResource, DynamicObject, ListParams, ObjectMeta, PartialObjectMeta, Patch, PatchParams,
-};
+use kube::api::{ApiResource, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams};
 use kube::runtime::WatchStreamExt;
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -314,7 +312,7 @@ impl Assigner {
             }
             FirstLook::Never | FirstLook::Unknown => {}
         }
-        let api: Api<DynamicObject> = Api::all_with(self.kube.clone(), &kind.resource);
+        let api: Api<Slim> = Api::all_with(self.kube.clone(), &kind.resource);
         let listed = paged(&api, Some(&self.unlabelled()), kind, |items| async move {
             futures::stream::iter(items)
                 .for_each_concurrent(CONCURRENT_WRITES, |object| async move {
@@ -336,7 +334,7 @@ impl Assigner {
     /// Whether `kind`'s objects were assigned before this assigner
     /// started ([`assigned_before`]).
     async fn first_look(&self, kind: &ShardedKind) -> FirstLook {
-        let api: Api<DynamicObject> = Api::all_with(self.kube.clone(), &kind.resource);
+        let api: Api<Slim> = Api::all_with(self.kube.clone(), &kind.resource);
         match assigned_before(&api, &self.shard.label).await {
             Ok(true) => FirstLook::Before,
             Ok(false) => FirstLook::Never,
@@ -500,7 +498,7 @@ impl Assigner {
         live: &[String],
         tally: &Tally,
     ) -> Result<(), kube::Error> {
-        let api: Api<DynamicObject> = Api::all_with(self.kube.clone(), &kind.resource);
+        let api: Api<Slim> = Api::all_with(self.kube.clone(), &kind.resource);
         let listed = paged(&api, None, kind, |items| async move {
             let labelled: Vec<_> = items
                 .into_iter()
@@ -585,7 +583,7 @@ impl Assigner {
         // Straight to the API server, not through the reconciles' pacing:
         // every reconcile of the object waits for this write, so it goes
         // first, bounded by CONCURRENT_WRITES.
-        let api: Api<DynamicObject> = match meta.namespace.as_deref() {
+        let api: Api<Slim> = match meta.namespace.as_deref() {
             Some(namespace) => Api::namespaced_with(self.kube.clone(), namespace, &kind.resource),
             None => Api::all_with(self.kube.clone(), &kind.resource),
         };
@@ -599,11 +597,8 @@ impl Assigner {
         };
         let written = {
             let name = name.clone();
-            finished(async move {
-                api.patch_metadata(&name, &params, &Patch::Merge(&patch))
-                    .await
-            })
-            .await
+            finished(async move { Slim::patch(&api, &name, &params, &Patch::Merge(&patch)).await })
+                .await
         };
         match written {
             Some(Ok(_)) => {
@@ -645,7 +640,8 @@ impl Assigner {
 /// Lists the metadata of the objects of `kind` that `selector` matches
 /// (all of them without one) from etcd, [`PAGE`] at a time, handing each
 /// page to `each` before asking for the next, so that a listing holds one
-/// page however many objects there are. Returns how many it listed.
+/// page however many objects there are, each object parsed as a [`Slim`]
+/// (no `managedFields`). Returns how many it listed.
 ///
 /// kube 5 sends no `resourceVersion=0` beside a limit, so a paged list is
 /// always a read from etcd, never from the watch cache.
@@ -658,13 +654,13 @@ impl Assigner {
 /// so far from etcd to skip it, which at 77,000 took longer than its
 /// one-minute limit on every try, and the listing stalled.
 async fn paged<F, Fut>(
-    api: &Api<DynamicObject>,
+    api: &Api<Slim>,
     selector: Option<&str>,
     kind: &ShardedKind,
     mut each: F,
 ) -> Result<usize, kube::Error>
 where
-    F: FnMut(Vec<PartialObjectMeta<DynamicObject>>) -> Fut,
+    F: FnMut(Vec<Slim>) -> Fut,
     Fut: Future<Output = ()>,
 {
     let first = match selector {
@@ -675,7 +671,7 @@ where
     let mut params = first.clone();
     let mut listed = 0;
     loop {
-        let page = match api.list_metadata(&params).await {
+        let page = match Slim::list(api, &params).await {
             Ok(page) => page,
             Err(error) => match continue_after_expiry(&error) {
                 Some(token) => {
@@ -707,8 +703,8 @@ where
 /// of a start-up listing whose leader stopped halfway (then the watch's
 /// list holds them all at once, as after a failed listing). A kind with
 /// no objects was not.
-async fn assigned_before(api: &Api<DynamicObject>, label: &str) -> Result<bool, kube::Error> {
-    let first = api.list_metadata(&ListParams::default().limit(1)).await?;
+async fn assigned_before(api: &Api<Slim>, label: &str) -> Result<bool, kube::Error> {
+    let first = Slim::list(api, &ListParams::default().limit(1)).await?;
     Ok(first
         .items
         .first()
@@ -819,7 +815,7 @@ mod tests {
     /// and what it asked.
     async fn assigned_before_with(answer: String) -> (Result<bool, kube::Error>, Vec<String>) {
         let (client, asked) = crate::watch::tests::scripted(vec![answer]);
-        let api: Api<DynamicObject> = Api::all_with(client, &vpcs());
+        let api: Api<Slim> = Api::all_with(client, &vpcs());
         let said = assigned_before(&api, "fakecloud.crossplane.io/shard").await;
         let asked = asked.lock().unwrap().clone();
         (said, asked)
@@ -875,7 +871,7 @@ mod tests {
             (404, "404 page not found\n".to_owned()),
             (500, "etcd is down".to_owned()),
         ]);
-        let api: Api<DynamicObject> = Api::all_with(client, &vpcs());
+        let api: Api<Slim> = Api::all_with(client, &vpcs());
         let kind = ShardedKind {
             resource: vpcs(),
             kind: "VPC".to_owned(),

@@ -9,14 +9,22 @@
 //! replicas'. This type skips them as it parses (serde ignores fields it
 //! does not name, without allocating), and drops kubectl's
 //! last-applied-configuration annotation (a second copy of the object).
+//!
+//! The assigner's pages and the answers to its writes are parsed the same
+//! way ([`Slim::list`], [`Slim::patch`]): parsed as `PartialObjectMeta`,
+//! each page of 500 was a few MB of `managedFields` trees made and
+//! dropped while the replica's own cache grew beside them, and the
+//! leader's peak rose about 2 MiB a page above the other replicas' at
+//! 3,000 VPCs.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{ApiResource, ObjectMeta};
-use kube::core::DynamicResourceScope;
-use serde::{Deserialize, Deserializer};
+use kube::Api;
+use kube::api::{ApiResource, ListParams, ObjectList, ObjectMeta, Patch, PatchParams};
+use kube::core::{DynamicResourceScope, Request};
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// The annotation `kubectl apply` (client side) keeps the whole object in.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -68,6 +76,33 @@ impl<'de> Deserialize<'de> for Slim {
     }
 }
 
+impl Slim {
+    /// `Api::list_metadata`'s request (metadata only, from the API
+    /// server), each object parsed as a [`Slim`].
+    pub(crate) async fn list(
+        api: &Api<Slim>,
+        params: &ListParams,
+    ) -> Result<ObjectList<Slim>, kube::Error> {
+        let request = Request::new(api.resource_url())
+            .list_metadata(params)
+            .map_err(kube::Error::BuildRequest)?;
+        api.clone().into_client().request(request).await
+    }
+
+    /// `Api::patch_metadata`'s request, its answer parsed as a [`Slim`].
+    pub(crate) async fn patch<P: Serialize + std::fmt::Debug>(
+        api: &Api<Slim>,
+        name: &str,
+        params: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<Slim, kube::Error> {
+        let request = Request::new(api.resource_url())
+            .patch_metadata(name, params, patch)
+            .map_err(kube::Error::BuildRequest)?;
+        api.clone().into_client().request(request).await
+    }
+}
+
 impl kube::Resource for Slim {
     type DynamicType = ApiResource;
     type Scope = DynamicResourceScope;
@@ -103,8 +138,14 @@ impl kube::Resource for Slim {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::collections::VecDeque;
+    use std::sync::{Arc, Mutex};
+
+    use http_body_util::Full;
+    use hyper::body::Bytes;
     use serde_json::json;
+
+    use super::*;
 
     #[test]
     fn keeps_what_the_assigner_reads_and_drops_managed_fields_and_last_applied() {
@@ -160,5 +201,143 @@ mod tests {
         let error = serde_json::from_value::<Slim>(json!({"metadata": {"labels": {"a": 1}}}))
             .expect_err("a label that is not a string");
         assert!(error.to_string().contains("string"), "{error}");
+    }
+
+    /// A client whose server answers `answers` in order and records each
+    /// request's method, path and query, `Accept` and `Content-Type`.
+    fn recording(answers: Vec<(u16, String)>) -> (kube::Client, Arc<Mutex<Vec<String>>>) {
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let answers = Arc::new(Mutex::new(VecDeque::from(answers)));
+        let seen = asked.clone();
+        let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
+            let header = |name| {
+                request
+                    .headers()
+                    .get(name)
+                    .map(|value: &http::HeaderValue| value.to_str().unwrap_or("?").to_owned())
+                    .unwrap_or_default()
+            };
+            seen.lock().unwrap().push(format!(
+                "{} {} accept={} type={}",
+                request.method(),
+                request.uri(),
+                header(http::header::ACCEPT),
+                header(http::header::CONTENT_TYPE),
+            ));
+            let answer = answers.lock().unwrap().pop_front();
+            async move {
+                let (status, body) = answer.ok_or("the script has no more answers")?;
+                let mut response = http::Response::new(Full::new(Bytes::from(body)));
+                *response.status_mut() = http::StatusCode::from_u16(status)?;
+                Ok::<_, Box<dyn std::error::Error + Send + Sync>>(response)
+            }
+        });
+        (kube::Client::new(service, "default"), asked)
+    }
+
+    fn vpcs() -> ApiResource {
+        ApiResource {
+            group: "network.fakecloud.crossplane.io".to_owned(),
+            version: "v1alpha1".to_owned(),
+            api_version: "network.fakecloud.crossplane.io/v1alpha1".to_owned(),
+            kind: "VPC".to_owned(),
+            plural: "vpcs".to_owned(),
+        }
+    }
+
+    /// One object as the API server sends it in a metadata-only answer.
+    fn partial(name: &str) -> serde_json::Value {
+        json!({
+            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+            "metadata": {
+                "name": name, "namespace": "team", "resourceVersion": "7",
+                "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}],
+            },
+        })
+    }
+
+    #[tokio::test]
+    async fn lists_and_patches_metadata_only_and_keeps_the_slim_parts() {
+        let page = json!({
+            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList",
+            "metadata": {"resourceVersion": "9", "continue": "next-page"},
+            "items": [partial("a"), partial("b")],
+        });
+        let (client, asked) = recording(vec![
+            (200, page.to_string()),
+            (200, partial("a").to_string()),
+            (
+                404,
+                json!({"kind": "Status", "code": 404, "reason": "NotFound",
+                "message": "vpcs \"gone\" not found"})
+                .to_string(),
+            ),
+        ]);
+        let api: Api<Slim> = Api::all_with(client, &vpcs());
+
+        let listed = Slim::list(&api, &ListParams::default().labels("!shard").limit(500))
+            .await
+            .expect("the page parses");
+        let names: Vec<_> = listed
+            .items
+            .iter()
+            .map(|o| o.metadata.name.clone().unwrap())
+            .collect();
+        assert_eq!(names, ["a", "b"]);
+        assert!(
+            listed
+                .items
+                .iter()
+                .all(|o| o.metadata.managed_fields.is_none())
+        );
+        assert_eq!(listed.metadata.continue_.as_deref(), Some("next-page"));
+
+        let patch = Patch::Merge(json!({"metadata": {"labels": {"shard": "replica-0"}}}));
+        let written = Slim::patch(&api, "a", &PatchParams::default(), &patch)
+            .await
+            .expect("the answer parses");
+        assert_eq!(written.metadata.name.as_deref(), Some("a"));
+        assert!(written.metadata.managed_fields.is_none());
+
+        let error = Slim::patch(&api, "gone", &PatchParams::default(), &patch)
+            .await
+            .expect_err("a 404 is the caller's to handle");
+        assert!(
+            matches!(&error, kube::Error::Api(status) if status.code == 404),
+            "{error}"
+        );
+
+        let asked = asked.lock().unwrap().clone();
+        let metadata_only = "accept=application/json;as=PartialObjectMetadata";
+        assert!(
+            asked[0].starts_with("GET /apis/network.fakecloud.crossplane.io/v1alpha1/vpcs?"),
+            "{}",
+            asked[0]
+        );
+        assert!(
+            asked[0].contains("labelSelector=%21shard") && asked[0].contains("limit=500"),
+            "{}",
+            asked[0]
+        );
+        assert!(
+            asked[0].contains(&format!("{metadata_only}List;")),
+            "{}",
+            asked[0]
+        );
+        assert!(
+            asked[1].starts_with("PATCH /apis/network.fakecloud.crossplane.io/v1alpha1/vpcs/a?"),
+            "{}",
+            asked[1]
+        );
+        assert!(
+            asked[1].contains(&format!("{metadata_only};")),
+            "{}",
+            asked[1]
+        );
+        assert!(
+            asked[1].ends_with("type=application/merge-patch+json"),
+            "{}",
+            asked[1]
+        );
     }
 }
