@@ -284,11 +284,20 @@ pub(crate) mod tests {
     pub(crate) fn scripted_with_status(
         answers: Vec<(u16, String)>,
     ) -> (kube::Client, Arc<Mutex<Vec<String>>>) {
+        scripted_recording(answers, |request| request.uri().to_string())
+    }
+
+    /// [`scripted_with_status`], recording each request as `describe`
+    /// words it (for a test that checks more than the path and query).
+    pub(crate) fn scripted_recording(
+        answers: Vec<(u16, String)>,
+        describe: fn(&http::Request<kube::client::Body>) -> String,
+    ) -> (kube::Client, Arc<Mutex<Vec<String>>>) {
         let asked = Arc::new(Mutex::new(Vec::new()));
         let answers = Arc::new(Mutex::new(VecDeque::from(answers)));
         let seen = asked.clone();
         let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
-            seen.lock().unwrap().push(request.uri().to_string());
+            seen.lock().unwrap().push(describe(&request));
             let answer = answers.lock().unwrap().pop_front();
             async move {
                 let (status, body) = answer.ok_or("the script has no more answers")?;
