@@ -27,7 +27,9 @@
 //! ratios docs/operating/sharding.md quotes: the replicas' time to the
 //! single provider's, and each replica's peak RSS to the single
 //! provider's. `--only-sharded` skips the single run (the one-off
-//! 100,000-VPC run).
+//! 100,000-VPC run). `--rounds N` runs N pairs, every other one with the
+//! replicas first, and ends with the median of each ratio: on this shared
+//! 2-core machine one pair is not a figure.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -80,6 +82,18 @@ struct Args {
     /// fails (the 100,000-VPC run on 2 cores needs more than the default).
     #[arg(long, default_value_t = 3_600)]
     limit: u64,
+    /// Pairs of runs (one provider, then the replicas; the other way
+    /// round every other round), each on a fresh control plane; with more
+    /// than one, the medians of the ratios close the output.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
+    /// The providers' `--poll-interval` (their default, 1m). Under it
+    /// the two halves do different work: the replicas, whose creates
+    /// come at the labelling's pace, poll each Ready VPC about on time,
+    /// while one provider behind a backlog of creates polls less; a poll
+    /// longer than the run leaves both with the same work, the creates.
+    #[arg(long, default_value = "1m")]
+    poll_interval: String,
 }
 
 /// What one run measured.
@@ -99,6 +113,13 @@ struct Process {
     identity: String,
     usage: Sampled,
     owned: usize,
+    /// Its reconciles (`controller_runtime_reconcile_total`) when all
+    /// were Ready: the first look at each VPC, the look once it is
+    /// available, and its polls.
+    reconciles: f64,
+    /// Its reconciles by result (`provider_reconciles_total`), those
+    /// cut short (a stale copy, a deferral) included.
+    by_result: BTreeMap<String, f64>,
 }
 
 /// What a process's samples showed: its highest RSS and when it was
@@ -113,34 +134,104 @@ struct Sampled {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let single = if args.only_sharded {
-        None
-    } else {
-        Some(run(&args, 1, false).await?)
-    };
-    let sharded = run(&args, args.replicas, true).await?;
-    if let Some(single) = &single {
-        let single_rss = single.processes[0].usage.peak_rss;
-        println!(
-            "time to all Ready: {} replicas {:.1} s, one provider {:.1} s: {:.2}x",
-            args.replicas,
-            sharded.ready.as_secs_f64(),
-            single.ready.as_secs_f64(),
-            sharded.ready.as_secs_f64() / single.ready.as_secs_f64()
-        );
-        for Process {
-            identity, usage, ..
-        } in &sharded.processes
-        {
-            println!(
-                "peak RSS {identity}: {:.1} MiB, {:.0} % of one provider's {:.1} MiB",
-                usage.peak_rss as f64 / MIB,
-                100.0 * usage.peak_rss as f64 / single_rss as f64,
-                single_rss as f64 / MIB
-            );
+    let mut pairs = Vec::new();
+    for round in 0..args.rounds {
+        if args.rounds > 1 {
+            println!("round {} of {}", round + 1, args.rounds);
         }
+        if args.only_sharded {
+            run(&args, args.replicas, true).await?;
+            continue;
+        }
+        // Every other round runs the replicas first: a machine that slows
+        // down or warms up over the hour weighs on both halves alike.
+        let (single, sharded) = if round % 2 == 0 {
+            let single = run(&args, 1, false).await?;
+            (single, run(&args, args.replicas, true).await?)
+        } else {
+            let sharded = run(&args, args.replicas, true).await?;
+            (run(&args, 1, false).await?, sharded)
+        };
+        print_pair(&args, &single, &sharded);
+        pairs.push((single, sharded));
+    }
+    if pairs.len() > 1 {
+        print_rounds(&args, &pairs);
     }
     Ok(())
+}
+
+/// The ratios docs/operating/sharding.md quotes, for one pair of runs.
+fn print_pair(args: &Args, single: &Run, sharded: &Run) {
+    let single_rss = single.processes[0].usage.peak_rss;
+    println!(
+        "time to all Ready: {} replicas {:.1} s, one provider {:.1} s: {:.2}x",
+        args.replicas,
+        sharded.ready.as_secs_f64(),
+        single.ready.as_secs_f64(),
+        sharded.ready.as_secs_f64() / single.ready.as_secs_f64()
+    );
+    for Process {
+        identity, usage, ..
+    } in &sharded.processes
+    {
+        println!(
+            "peak RSS {identity}: {:.1} MiB, {:.0} % of one provider's {:.1} MiB",
+            usage.peak_rss as f64 / MIB,
+            100.0 * usage.peak_rss as f64 / single_rss as f64,
+            single_rss as f64 / MIB
+        );
+    }
+}
+
+/// Every round's time ratio and largest replica's share of one
+/// provider's memory, and the median of each: one pair of runs on this
+/// shared 2-core machine is not a figure (one provider alone took 260.7 s
+/// and 381.0 s within two hours, on the same build).
+fn print_rounds(args: &Args, pairs: &[(Run, Run)]) {
+    let mut times = Vec::new();
+    let mut memory = Vec::new();
+    for (round, (single, sharded)) in pairs.iter().enumerate() {
+        let time = sharded.ready.as_secs_f64() / single.ready.as_secs_f64();
+        let largest = sharded
+            .processes
+            .iter()
+            .map(|p| p.usage.peak_rss)
+            .max()
+            .unwrap_or_default();
+        let share = largest as f64 / single.processes[0].usage.peak_rss as f64;
+        println!(
+            "round {}: one provider {:.1} s, {} replicas {:.1} s: {time:.2}x; largest replica {:.1} % of one provider's memory",
+            round + 1,
+            single.ready.as_secs_f64(),
+            args.replicas,
+            sharded.ready.as_secs_f64(),
+            100.0 * share
+        );
+        times.push(time);
+        memory.push(share);
+    }
+    println!(
+        "over {} rounds: time {:.2}x (median; {:.2}x to {:.2}x), largest replica's memory {:.1} % (median; {:.1} to {:.1} %)",
+        pairs.len(),
+        median(&mut times),
+        times[0],
+        times[times.len() - 1],
+        100.0 * median(&mut memory),
+        100.0 * memory[0],
+        100.0 * memory[memory.len() - 1],
+    );
+}
+
+/// The median of `values`, which it leaves sorted.
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    }
 }
 
 async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run> {
@@ -184,7 +275,7 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
     // Started together, as a Deployment's pods are.
     for i in 0..replicas {
         let identity = format!("replica-{i}");
-        let mut flags = vec!["--poll-interval=1m".to_owned()];
+        let mut flags = vec![format!("--poll-interval={}", args.poll_interval)];
         if sharding {
             flags.extend([
                 "--sharding".to_owned(),
@@ -230,6 +321,14 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
             )
         })??;
     let ready = reached - start;
+    let mut work = BTreeMap::new();
+    for (identity, process) in &processes {
+        let text = metrics_at(&process.metrics_addr.to_string())
+            .await
+            .unwrap_or_default();
+        let reconciles = sum_samples(&text, "controller_runtime_reconcile_total", &[]);
+        work.insert(identity.clone(), (reconciles, by_result(&text)));
+    }
     let counted = Counters::read(&world).await?;
     let requests = since(&counted_before.requests, &counted.requests);
     let conversions = counted.conversions_since(&counted_before);
@@ -252,10 +351,13 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
                 } else {
                     args.count
                 };
+                let (reconciles, by_result) = work.remove(identity).unwrap_or_default();
                 Process {
                     identity: identity.clone(),
                     usage: samples.get(identity).copied().unwrap_or_default(),
                     owned,
+                    reconciles,
+                    by_result,
                 }
             })
             .collect(),
@@ -280,13 +382,19 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
     }
     for p in &measured.processes {
         println!(
-            "[{label}] {}: peak RSS {:.1} MiB at {:.0} s, CPU {:.1} s, owns {} ({:.1} %)",
+            "[{label}] {}: peak RSS {:.1} MiB at {:.0} s, CPU {:.1} s, owns {} ({:.1} %), {:.0} reconciles ({:.2} per VPC owned)",
             p.identity,
             p.usage.peak_rss as f64 / MIB,
             p.usage.peak_at.as_secs_f64(),
             p.usage.cpu.as_secs_f64(),
             p.owned,
-            100.0 * p.owned as f64 / args.count as f64
+            100.0 * p.owned as f64 / args.count as f64,
+            p.reconciles,
+            p.reconciles / p.owned.max(1) as f64,
+        );
+        println!(
+            "[{label}] {}: reconciles by result: {:?}",
+            p.identity, p.by_result
         );
     }
     print_requests(&label, &requests, replayed, args.count);
@@ -340,6 +448,23 @@ async fn apply(world: &World, count: usize, clients: usize) -> anyhow::Result<()
         .try_collect::<Vec<_>>()
         .await?;
     Ok(())
+}
+
+/// `provider_reconciles_total` in a process's metrics, summed by result.
+fn by_result(text: &str) -> BTreeMap<String, f64> {
+    const FAMILY: &str = "provider_reconciles_total{";
+    let mut sums = BTreeMap::new();
+    for line in text.lines().filter(|line| line.starts_with(FAMILY)) {
+        let result = line
+            .split("result=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next());
+        let value = line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
+        if let (Some(result), Some(value)) = (result, value) {
+            *sums.entry(result.to_owned()).or_insert(0.0) += value;
+        }
+    }
+    sums
 }
 
 /// How often the replicas' gauges are read while waiting for all Ready.
@@ -581,4 +706,32 @@ fn cpu_elsewhere() -> CpuElsewhere {
         out.busy = out.total - idle;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_is_the_middle_value_or_the_mean_of_the_two_middle_ones() {
+        assert_eq!(median(&mut [1.6, 0.9, 1.4]), 1.4);
+        let mut even = [1.5, 1.2, 1.4, 1.3];
+        assert_eq!(median(&mut even), 1.35);
+        assert_eq!(even, [1.2, 1.3, 1.4, 1.5]);
+    }
+
+    #[test]
+    fn reconciles_are_summed_by_result_over_kinds() {
+        let text = "\
+# HELP provider_reconciles_total Reconciles.
+provider_reconciles_total{kind=\"VPC.m\",result=\"success\"} 40
+provider_reconciles_total{kind=\"VPC\",result=\"success\"} 2
+provider_reconciles_total{kind=\"VPC.m\",result=\"conflict\"} 3
+provider_reconcile_duration_seconds_count{kind=\"VPC.m\"} 45
+";
+        let sums = by_result(text);
+        assert_eq!(sums.get("success"), Some(&42.0));
+        assert_eq!(sums.get("conflict"), Some(&3.0));
+        assert_eq!(sums.len(), 2);
+    }
 }
