@@ -46,16 +46,7 @@ fn requests_in(text: &str) -> Requests {
         let Some((labels, value)) = line.rsplit_once(' ') else {
             continue;
         };
-        // `{name="` or `,name="`, so that `resource` is not found inside
-        // `subresource`.
-        let label = |name: &str| {
-            ['{', ',']
-                .iter()
-                .find_map(|before| labels.split(&format!("{before}{name}=\"")).nth(1))
-                .and_then(|rest| rest.split('"').next())
-                .unwrap_or_default()
-                .to_owned()
-        };
+        let label = |name: &str| label_value(labels, name).to_owned();
         let key = Request {
             verb: label("verb"),
             code: label("code"),
@@ -65,6 +56,33 @@ fn requests_in(text: &str) -> Requests {
         *out.entry(key).or_default() += value.parse::<f64>().unwrap_or(0.0);
     }
     out
+}
+
+/// The value of label `name` in a sample's labels (`{a="x",b="y"}`), or
+/// `""` without it. It is looked for after `{` or `,`, so that
+/// `resource` is not found inside `subresource`.
+fn label_value<'a>(labels: &'a str, name: &str) -> &'a str {
+    ['{', ',']
+        .iter()
+        .find_map(|before| labels.split(&format!("{before}{name}=\"")).nth(1))
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_default()
+}
+
+/// The samples of `family` on a `/metrics` page (the API server's or a
+/// provider's), summed by the value of their label `label`.
+pub fn sum_by_label(text: &str, family: &str, label: &str) -> BTreeMap<String, f64> {
+    let mut sums = BTreeMap::new();
+    let prefix = format!("{family}{{");
+    for line in text.lines().filter(|line| line.starts_with(&prefix)) {
+        let Some((labels, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        *sums
+            .entry(label_value(labels, label).to_owned())
+            .or_default() += value.parse::<f64>().unwrap_or(0.0);
+    }
+    sums
 }
 
 /// The versions a conversion goes to: the namespaced kinds' two.
@@ -177,6 +195,22 @@ pub fn since(before: &Requests, after: &Requests) -> Requests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn samples_are_summed_by_one_label_over_the_others() {
+        let text = "\
+# HELP provider_reconciles_total Reconciles.
+provider_reconciles_total{kind=\"VPC.m\",result=\"success\"} 40
+provider_reconciles_total{kind=\"VPC\",result=\"success\"} 2
+provider_reconciles_total{kind=\"VPC.m\",result=\"conflict\"} 3
+provider_reconciles_total_other{kind=\"VPC.m\",result=\"error\"} 5
+provider_reconcile_duration_seconds_count{kind=\"VPC.m\"} 45
+";
+        let sums = sum_by_label(text, "provider_reconciles_total", "result");
+        assert_eq!(sums.get("success"), Some(&42.0));
+        assert_eq!(sums.get("conflict"), Some(&3.0));
+        assert_eq!(sums.len(), 2);
+    }
 
     const PAGE: &str = r#"# HELP apiserver_request_total Counter of apiserver requests
 apiserver_request_total{code="200",component="apiserver",group="",resource="pods",scope="namespace",subresource="status",verb="PATCH",version="v1"} 3

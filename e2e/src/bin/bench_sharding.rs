@@ -36,9 +36,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use anyhow::Context as _;
 use apis::kinds::vpc::v1beta1::Vpc;
 use clap::Parser;
-use e2e::apiserver_metrics::{self, Counters, Requests, is_write, since};
+use e2e::apiserver_metrics::{self, Counters, Requests, is_write, since, sum_by_label};
 use e2e::provider_process::{ProviderProcess, metrics_at, usage_of};
 use e2e::world::{World, WorldOptions, is_ready};
 use fakecloud::model::Kind;
@@ -92,8 +93,8 @@ struct Args {
     /// come at the labelling's pace, poll each Ready VPC about on time,
     /// while one provider behind a backlog of creates polls less; a poll
     /// longer than the run leaves both with the same work, the creates.
-    #[arg(long, default_value = "1m")]
-    poll_interval: String,
+    #[arg(long, default_value = "1m", value_parser = humantime::parse_duration)]
+    poll_interval: Duration,
 }
 
 /// What one run measured.
@@ -161,6 +162,11 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The replicas' time to all Ready over one provider's.
+fn time_ratio(single: &Run, sharded: &Run) -> f64 {
+    sharded.ready.as_secs_f64() / single.ready.as_secs_f64()
+}
+
 /// The ratios docs/operating/sharding.md quotes, for one pair of runs.
 fn print_pair(args: &Args, single: &Run, sharded: &Run) {
     let single_rss = single.processes[0].usage.peak_rss;
@@ -169,7 +175,7 @@ fn print_pair(args: &Args, single: &Run, sharded: &Run) {
         args.replicas,
         sharded.ready.as_secs_f64(),
         single.ready.as_secs_f64(),
-        sharded.ready.as_secs_f64() / single.ready.as_secs_f64()
+        time_ratio(single, sharded)
     );
     for Process {
         identity, usage, ..
@@ -192,7 +198,7 @@ fn print_rounds(args: &Args, pairs: &[(Run, Run)]) {
     let mut times = Vec::new();
     let mut memory = Vec::new();
     for (round, (single, sharded)) in pairs.iter().enumerate() {
-        let time = sharded.ready.as_secs_f64() / single.ready.as_secs_f64();
+        let time = time_ratio(single, sharded);
         let largest = sharded
             .processes
             .iter()
@@ -275,7 +281,10 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
     // Started together, as a Deployment's pods are.
     for i in 0..replicas {
         let identity = format!("replica-{i}");
-        let mut flags = vec![format!("--poll-interval={}", args.poll_interval)];
+        let mut flags = vec![format!(
+            "--poll-interval={}",
+            humantime::format_duration(args.poll_interval)
+        )];
         if sharding {
             flags.extend([
                 "--sharding".to_owned(),
@@ -321,13 +330,16 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
             )
         })??;
     let ready = reached - start;
-    let mut work = BTreeMap::new();
+    // Each process's reconciles, in the order of `processes`.
+    let mut reconciles = Vec::new();
     for (identity, process) in &processes {
         let text = metrics_at(&process.metrics_addr.to_string())
             .await
-            .unwrap_or_default();
-        let reconciles = sum_samples(&text, "controller_runtime_reconcile_total", &[]);
-        work.insert(identity.clone(), (reconciles, by_result(&text)));
+            .with_context(|| format!("reading {identity}'s metrics"))?;
+        reconciles.push((
+            sum_samples(&text, "controller_runtime_reconcile_total", &[]),
+            sum_by_label(&text, "provider_reconciles_total", "result"),
+        ));
     }
     let counted = Counters::read(&world).await?;
     let requests = since(&counted_before.requests, &counted.requests);
@@ -345,13 +357,13 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
         ready,
         processes: processes
             .iter()
-            .map(|(identity, _)| {
+            .zip(reconciles)
+            .map(|((identity, _), (reconciles, by_result))| {
                 let owned = if sharding {
                     owners.get(identity).copied().unwrap_or(0)
                 } else {
                     args.count
                 };
-                let (reconciles, by_result) = work.remove(identity).unwrap_or_default();
                 Process {
                     identity: identity.clone(),
                     usage: samples.get(identity).copied().unwrap_or_default(),
@@ -448,23 +460,6 @@ async fn apply(world: &World, count: usize, clients: usize) -> anyhow::Result<()
         .try_collect::<Vec<_>>()
         .await?;
     Ok(())
-}
-
-/// `provider_reconciles_total` in a process's metrics, summed by result.
-fn by_result(text: &str) -> BTreeMap<String, f64> {
-    const FAMILY: &str = "provider_reconciles_total{";
-    let mut sums = BTreeMap::new();
-    for line in text.lines().filter(|line| line.starts_with(FAMILY)) {
-        let result = line
-            .split("result=\"")
-            .nth(1)
-            .and_then(|rest| rest.split('"').next());
-        let value = line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
-        if let (Some(result), Some(value)) = (result, value) {
-            *sums.entry(result.to_owned()).or_insert(0.0) += value;
-        }
-    }
-    sums
 }
 
 /// How often the replicas' gauges are read while waiting for all Ready.
@@ -718,20 +713,5 @@ mod tests {
         let mut even = [1.5, 1.2, 1.4, 1.3];
         assert_eq!(median(&mut even), 1.35);
         assert_eq!(even, [1.2, 1.3, 1.4, 1.5]);
-    }
-
-    #[test]
-    fn reconciles_are_summed_by_result_over_kinds() {
-        let text = "\
-# HELP provider_reconciles_total Reconciles.
-provider_reconciles_total{kind=\"VPC.m\",result=\"success\"} 40
-provider_reconciles_total{kind=\"VPC\",result=\"success\"} 2
-provider_reconciles_total{kind=\"VPC.m\",result=\"conflict\"} 3
-provider_reconcile_duration_seconds_count{kind=\"VPC.m\"} 45
-";
-        let sums = by_result(text);
-        assert_eq!(sums.get("success"), Some(&42.0));
-        assert_eq!(sums.get("conflict"), Some(&3.0));
-        assert_eq!(sums.len(), 2);
     }
 }
