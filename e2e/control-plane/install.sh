@@ -16,9 +16,25 @@
 #
 # Environment:
 #   FCP_CACHE_DIR   cache root (default: ${XDG_CACHE_HOME:-$HOME/.cache}/fakecloud-provider)
+#   FCP_APISERVER_WATCH_BUFFERS
+#                   unset for the stock build; `sized` builds, into a cache
+#                   folder of its own, a kube-apiserver whose watchers'
+#                   buffers follow the kind's event rate as in later
+#                   releases (sized-watch-buffers.patch): an experiment for
+#                   the sharding benchmark, never used by the tests
 set -euo pipefail
 
 log() { printf '[control-plane] %s\n' "$*" >&2; }
+here="$(cd "$(dirname "$0")" && pwd)"
+
+case "${FCP_APISERVER_WATCH_BUFFERS:-}" in
+  "") variant="" ;;
+  sized) variant="+sized-watch-buffers" ;;
+  *)
+    log "error: FCP_APISERVER_WATCH_BUFFERS is 'sized' or unset, not '${FCP_APISERVER_WATCH_BUFFERS}'"
+    exit 1
+    ;;
+esac
 
 cache_root="${FCP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/fakecloud-provider}"
 mkdir -p "$cache_root"
@@ -26,16 +42,16 @@ mkdir -p "$cache_root"
 # Its Debian packages (etcd-server, Go and the build tools) and the deb-src
 # entry that finds the kubernetes source package: scripts/setup is the one
 # place that installs what the project needs (silent when all is present).
-"$(dirname "$0")/../../scripts/setup" control-plane >&2
+"$here/../../scripts/setup" control-plane >&2
 
 version="$(apt-cache showsrc kubernetes 2>/dev/null | awk '/^Version:/ {print $2; exit}')"
 if [ -z "$version" ]; then
   log "error: apt knows no source package 'kubernetes' (is deb-src enabled?)"
   exit 1
 fi
-assets="$cache_root/control-plane/kubernetes-${version}"
+assets="$cache_root/control-plane/kubernetes-${version}${variant}"
 
-work="$cache_root/build/kubernetes-${version}"
+work="$cache_root/build/kubernetes-${version}${variant}"
 binaries=(kube-apiserver kube-controller-manager kubelet kube-scheduler kube-proxy)
 complete=true
 for binary in "${binaries[@]}" etcd pause; do
@@ -94,6 +110,12 @@ patch_oom() { # file, constant, value
 }
 patch_oom pkg/kubelet/dockershim/docker_sandbox.go defaultSandboxOOMAdj -998
 patch_oom pkg/kubelet/qos/policy.go guaranteedOOMScoreAdj -997
+
+if [ -n "$variant" ] && [ ! -f .fcp-sized-watch-buffers ]; then
+  log "applying sized-watch-buffers.patch"
+  patch -p1 < "$here/sized-watch-buffers.patch" >&2
+  touch .fcp-sized-watch-buffers
+fi
 
 mkdir -p .go/src/k8s.io
 [ -L .go/src/k8s.io/kubernetes ] || ln -s ../../.. .go/src/k8s.io/kubernetes
