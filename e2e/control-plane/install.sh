@@ -19,9 +19,10 @@
 #   FCP_APISERVER_WATCH_BUFFERS
 #                   unset for the stock build; `sized` builds, into a cache
 #                   folder of its own, a kube-apiserver whose watchers'
-#                   buffers follow the kind's event rate as in later
-#                   releases (sized-watch-buffers.patch): an experiment for
-#                   the sharding benchmark, never used by the tests
+#                   buffers follow the kind's event rate as from
+#                   Kubernetes 1.25 (sized-watch-buffers.patch): an
+#                   experiment for the sharding benchmark, never used by
+#                   the tests; it builds all five binaries again, once
 set -euo pipefail
 
 log() { printf '[control-plane] %s\n' "$*" >&2; }
