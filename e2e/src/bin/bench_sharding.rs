@@ -121,6 +121,9 @@ struct Process {
     /// Its reconciles by result (`provider_reconciles_total`), those
     /// cut short (a stale copy, a deferral) included.
     by_result: BTreeMap<String, f64>,
+    /// The rate cap's slots by lane (`provider_rate_limit_slots_total`):
+    /// `poll` counts the looks at settled VPCs, `work` the rest.
+    by_lane: BTreeMap<String, f64>,
 }
 
 /// What a process's samples showed: its highest RSS and when it was
@@ -339,6 +342,7 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
         reconciles.push((
             sum_samples(&text, "controller_runtime_reconcile_total", &[]),
             sum_by_label(&text, "provider_reconciles_total", "result"),
+            sum_by_label(&text, "provider_rate_limit_slots_total", "lane"),
         ));
     }
     let counted = Counters::read(&world).await?;
@@ -358,7 +362,7 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
         processes: processes
             .iter()
             .zip(reconciles)
-            .map(|((identity, _), (reconciles, by_result))| {
+            .map(|((identity, _), (reconciles, by_result, by_lane))| {
                 let owned = if sharding {
                     owners.get(identity).copied().unwrap_or(0)
                 } else {
@@ -370,6 +374,7 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
                     owned,
                     reconciles,
                     by_result,
+                    by_lane,
                 }
             })
             .collect(),
@@ -407,6 +412,13 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
         println!(
             "[{label}] {}: reconciles by result: {:?}",
             p.identity, p.by_result
+        );
+        let polls = p.by_lane.get("poll").copied().unwrap_or(0.0);
+        println!(
+            "[{label}] {}: rate cap slots by lane: {:?} ({:.2} polls per VPC owned)",
+            p.identity,
+            p.by_lane,
+            polls / p.owned.max(1) as f64,
         );
     }
     print_requests(&label, &requests, replayed, args.count);
