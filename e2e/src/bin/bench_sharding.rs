@@ -44,8 +44,9 @@ use e2e::provider_process::{ProviderProcess, metrics_at, usage_of};
 use e2e::world::{World, WorldOptions, is_ready};
 use fakecloud::model::Kind;
 use futures::{StreamExt, TryStreamExt, stream};
+use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{ListParams, Patch, PatchParams};
+use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use runtime::metrics::sum_samples;
 use serde_json::json;
@@ -53,6 +54,8 @@ use serde_json::json;
 const NAMESPACES: [&str; 3] = ["bench-a", "bench-b", "bench-c"];
 const LEASE_NAMESPACE: &str = "crossplane-system";
 const LABEL: &str = "fakecloud.crossplane.io/shard";
+/// The version the VPCs are applied, watched and written at.
+const VPC_API_VERSION: &str = "network.fakecloud.m.crossplane.io/v1beta1";
 const MIB: f64 = 1024.0 * 1024.0;
 /// How often a run says how far it got.
 const PROGRESS_EVERY: Duration = Duration::from_secs(30);
@@ -95,6 +98,10 @@ struct Args {
     /// longer than the run leaves both with the same work, the creates.
     #[arg(long, default_value = "1m", value_parser = humantime::parse_duration)]
     poll_interval: Duration,
+    /// VPCs each floor measurement writes to (0: no floor; see the
+    /// module's documentation).
+    #[arg(long, default_value_t = 0)]
+    floor: usize,
 }
 
 /// What one run measured.
@@ -138,6 +145,9 @@ struct Sampled {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if args.floor > 0 {
+        floor(&args).await?;
+    }
     let mut pairs = Vec::new();
     for round in 0..args.rounds {
         if args.rounds > 1 {
@@ -268,7 +278,7 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
         world.create_namespace(namespace).await?;
     }
     let applying = Instant::now();
-    apply(&world, args.count, args.clients).await?;
+    apply(&world, "vpc", args.count, args.clients).await?;
     println!(
         "[{label}] applied {} VPCs in {:.1} s",
         args.count,
@@ -450,15 +460,14 @@ async fn run(args: &Args, replicas: usize, sharding: bool) -> anyhow::Result<Run
     Ok(measured)
 }
 
-async fn apply(world: &World, count: usize, clients: usize) -> anyhow::Result<()> {
+async fn apply(world: &World, prefix: &str, count: usize, clients: usize) -> anyhow::Result<()> {
     let kube = world.kube();
     stream::iter(0..count)
         .map(|i| {
-            let namespace = NAMESPACES[i % NAMESPACES.len()];
+            let (namespace, name) = vpc_at(prefix, i);
             let api: Api<Vpc> = Api::namespaced(kube.clone(), namespace);
-            let name = format!("vpc-{i}");
             let vpc = json!({
-                "apiVersion": "network.fakecloud.m.crossplane.io/v1beta1", "kind": "VPC",
+                "apiVersion": VPC_API_VERSION, "kind": "VPC",
                 "metadata": { "name": name, "namespace": namespace },
                 "spec": { "forProvider": { "region": "us-east-1", "cidrBlock": "10.0.0.0/16" } },
             });
@@ -472,6 +481,12 @@ async fn apply(world: &World, count: usize, clients: usize) -> anyhow::Result<()
         .try_collect::<Vec<_>>()
         .await?;
     Ok(())
+}
+
+/// The namespace and name of the `i`th VPC named after `prefix`: the
+/// VPCs go round the namespaces.
+fn vpc_at(prefix: &str, i: usize) -> (&'static str, String) {
+    (NAMESPACES[i % NAMESPACES.len()], format!("{prefix}-{i}"))
 }
 
 /// How often the replicas' gauges are read while waiting for all Ready.
@@ -713,6 +728,154 @@ fn cpu_elsewhere() -> CpuElsewhere {
         out.busy = out.total - idle;
     }
     out
+}
+
+/// Tasks issuing a floor's writes at once: many more than two cores need
+/// to keep the API server busy, so the client side never waits.
+const FLOOR_TASKS: usize = 64;
+
+/// The field manager of the floor's writes, as the provider names its own.
+const FLOOR_MANAGER: &str = "bench-floor";
+
+/// Measures the floor of the time ratio (see the module's documentation)
+/// on a control plane of its own, and prints it.
+async fn floor(args: &Args) -> anyhow::Result<()> {
+    let mut world = World::start_with(WorldOptions {
+        provisioning_delay: Duration::ZERO,
+        ..WorldOptions::default()
+    })
+    .await?;
+    world.stop_provider().await;
+    if args.without_v1alpha1 {
+        drop_v1alpha1(&world).await?;
+    }
+    for namespace in NAMESPACES {
+        world.create_namespace(namespace).await?;
+    }
+    // Time taken by one provider's writes, then by the replicas'.
+    let mut took = [Duration::ZERO; 2];
+    for (set, labelled) in [false, true, true, false].into_iter().enumerate() {
+        let prefix = format!("floor{set}");
+        // Applied first, untimed, as the providers' clocks start after the
+        // apply.
+        apply(&world, &prefix, args.floor, args.clients).await?;
+        let start = Instant::now();
+        stream::iter(0..args.floor)
+            .map(|i| floor_writes(world.kube(), vpc_at(&prefix, i), labelled))
+            .buffer_unordered(FLOOR_TASKS)
+            .try_collect::<Vec<()>>()
+            .await?;
+        let elapsed = start.elapsed();
+        let whose = if labelled {
+            "the replicas' writes (label, marks, status, usage, Event)"
+        } else {
+            "one provider's writes (marks, status, usage, Event)"
+        };
+        println!(
+            "[floor] {whose} for {} VPCs: {:.1} s, {:.0} VPCs a second",
+            args.floor,
+            elapsed.as_secs_f64(),
+            args.floor as f64 / elapsed.as_secs_f64()
+        );
+        took[usize::from(labelled)] += elapsed;
+    }
+    println!(
+        "[floor] the replicas' writes took {:.2}x one provider's: the least the time ratio can be where the API server is the bottleneck",
+        took[1].as_secs_f64() / took[0].as_secs_f64()
+    );
+    world.shutdown().await;
+    Ok(())
+}
+
+/// The API writes one VPC costs, as the provider makes them: with
+/// `labelled`, the leader's owner label first (a merge patch answered as
+/// metadata, as the assigner's); then the create-pending mark with the
+/// finalizer and the external name with create-succeeded (merge patches),
+/// the status and the ProviderConfigUsage (server-side applies), and the
+/// Event of the create.
+async fn floor_writes(
+    kube: kube::Client,
+    (namespace, name): (&'static str, String),
+    labelled: bool,
+) -> anyhow::Result<()> {
+    let api: Api<Vpc> = Api::namespaced(kube.clone(), namespace);
+    let merge = PatchParams {
+        field_manager: Some(FLOOR_MANAGER.to_owned()),
+        ..PatchParams::default()
+    };
+    let apply = PatchParams::apply(FLOOR_MANAGER).force();
+    if labelled {
+        let label = json!({ "metadata": { "labels": { LABEL: "replica-0" } } });
+        api.patch_metadata(&name, &merge, &Patch::Merge(&label))
+            .await?;
+    }
+    let now = jiff::Timestamp::now().to_string();
+    let pending = json!({ "metadata": {
+        "finalizers": ["finalizer.managedresource.crossplane.io"],
+        "annotations": { "crossplane.io/external-create-pending": now },
+    } });
+    api.patch(&name, &merge, &Patch::Merge(&pending)).await?;
+    let external = format!("vpc-{namespace}-{name}");
+    let created = json!({ "metadata": { "annotations": {
+        "crossplane.io/external-name": external,
+        "crossplane.io/external-create-succeeded": now,
+    } } });
+    let vpc = api.patch(&name, &merge, &Patch::Merge(&created)).await?;
+    let status = json!({
+        "apiVersion": VPC_API_VERSION, "kind": "VPC",
+        "status": {
+            "atProvider": { "id": external, "state": "available" },
+            "conditions": [
+                { "type": "Ready", "status": "True", "reason": "Available", "lastTransitionTime": now },
+                { "type": "Synced", "status": "True", "reason": "ReconcileSuccess", "lastTransitionTime": now },
+            ],
+        },
+    });
+    api.patch_status(&name, &apply, &Patch::Apply(&status))
+        .await?;
+    let uid = vpc.uid().context("the API server gave the VPC no uid")?;
+    let usages = ApiResource {
+        group: "fakecloud.m.crossplane.io".to_owned(),
+        version: "v1alpha1".to_owned(),
+        api_version: "fakecloud.m.crossplane.io/v1alpha1".to_owned(),
+        kind: "ProviderConfigUsage".to_owned(),
+        plural: "providerconfigusages".to_owned(),
+    };
+    let usage = json!({
+        "apiVersion": usages.api_version, "kind": usages.kind,
+        "metadata": {
+            "name": uid,
+            "labels": {
+                "crossplane.io/provider-config": "default",
+                "crossplane.io/provider-config-kind": "ClusterProviderConfig",
+            },
+            "ownerReferences": [{
+                "apiVersion": VPC_API_VERSION, "kind": "VPC", "name": name, "uid": uid,
+                "controller": true, "blockOwnerDeletion": true,
+            }],
+        },
+        "providerConfigRef": { "kind": "ClusterProviderConfig", "name": "default" },
+        "resourceRef": { "apiVersion": VPC_API_VERSION, "kind": "VPC", "name": name, "uid": uid },
+    });
+    Api::<DynamicObject>::namespaced_with(kube.clone(), namespace, &usages)
+        .patch(&uid, &apply, &Patch::Apply(&usage))
+        .await?;
+    let event = json!({
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": { "name": format!("{name}.{}", jiff::Timestamp::now().as_nanosecond()) },
+        "involvedObject": {
+            "apiVersion": VPC_API_VERSION, "kind": "VPC", "namespace": namespace,
+            "name": name, "uid": uid,
+        },
+        "type": "Normal", "reason": "CreatedExternalResource",
+        "message": "Successfully requested creation of external resource",
+        "count": 1, "firstTimestamp": now, "lastTimestamp": now,
+        "source": { "component": FLOOR_MANAGER },
+    });
+    Api::<Event>::namespaced(kube, namespace)
+        .create(&PostParams::default(), &serde_json::from_value(event)?)
+        .await?;
+    Ok(())
 }
 
 #[cfg(test)]
