@@ -37,8 +37,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use apis::kinds::provider_config::m::ProviderConfigUsage;
 use apis::kinds::vpc::v1beta1::Vpc;
 use clap::Parser;
+use crossplane_types::well_known::{
+    EXTERNAL_CREATE_PENDING_ANNOTATION, EXTERNAL_CREATE_SUCCEEDED_ANNOTATION,
+    EXTERNAL_NAME_ANNOTATION, MANAGED_RESOURCE_FINALIZER, PROVIDER_CONFIG_KIND_LABEL,
+    PROVIDER_CONFIG_NAME_LABEL,
+};
 use e2e::apiserver_metrics::{self, Counters, Requests, is_write, since, sum_by_label};
 use e2e::provider_process::{ProviderProcess, metrics_at, usage_of};
 use e2e::world::{World, WorldOptions, is_ready};
@@ -46,16 +52,14 @@ use fakecloud::model::Kind;
 use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
-use kube::{Api, ResourceExt};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, Resource, ResourceExt};
 use runtime::metrics::sum_samples;
 use serde_json::json;
 
 const NAMESPACES: [&str; 3] = ["bench-a", "bench-b", "bench-c"];
 const LEASE_NAMESPACE: &str = "crossplane-system";
 const LABEL: &str = "fakecloud.crossplane.io/shard";
-/// The version the VPCs are applied, watched and written at.
-const VPC_API_VERSION: &str = "network.fakecloud.m.crossplane.io/v1beta1";
 const MIB: f64 = 1024.0 * 1024.0;
 /// How often a run says how far it got.
 const PROGRESS_EVERY: Duration = Duration::from_secs(30);
@@ -467,7 +471,7 @@ async fn apply(world: &World, prefix: &str, count: usize, clients: usize) -> any
             let (namespace, name) = vpc_at(prefix, i);
             let api: Api<Vpc> = Api::namespaced(kube.clone(), namespace);
             let vpc = json!({
-                "apiVersion": VPC_API_VERSION, "kind": "VPC",
+                "apiVersion": Vpc::api_version(&()), "kind": "VPC",
                 "metadata": { "name": name, "namespace": namespace },
                 "spec": { "forProvider": { "region": "us-east-1", "cidrBlock": "10.0.0.0/16" } },
             });
@@ -799,6 +803,7 @@ async fn floor_writes(
     labelled: bool,
 ) -> anyhow::Result<()> {
     let api: Api<Vpc> = Api::namespaced(kube.clone(), namespace);
+    let vpc_version = Vpc::api_version(&());
     let merge = PatchParams {
         field_manager: Some(FLOOR_MANAGER.to_owned()),
         ..PatchParams::default()
@@ -811,18 +816,18 @@ async fn floor_writes(
     }
     let now = jiff::Timestamp::now().to_string();
     let pending = json!({ "metadata": {
-        "finalizers": ["finalizer.managedresource.crossplane.io"],
-        "annotations": { "crossplane.io/external-create-pending": now },
+        "finalizers": [MANAGED_RESOURCE_FINALIZER],
+        "annotations": { EXTERNAL_CREATE_PENDING_ANNOTATION: now },
     } });
     api.patch(&name, &merge, &Patch::Merge(&pending)).await?;
     let external = format!("vpc-{namespace}-{name}");
     let created = json!({ "metadata": { "annotations": {
-        "crossplane.io/external-name": external,
-        "crossplane.io/external-create-succeeded": now,
+        EXTERNAL_NAME_ANNOTATION: external,
+        EXTERNAL_CREATE_SUCCEEDED_ANNOTATION: now,
     } } });
     let vpc = api.patch(&name, &merge, &Patch::Merge(&created)).await?;
     let status = json!({
-        "apiVersion": VPC_API_VERSION, "kind": "VPC",
+        "apiVersion": vpc_version, "kind": "VPC",
         "status": {
             "atProvider": { "id": external, "state": "available" },
             "conditions": [
@@ -834,37 +839,31 @@ async fn floor_writes(
     api.patch_status(&name, &apply, &Patch::Apply(&status))
         .await?;
     let uid = vpc.uid().context("the API server gave the VPC no uid")?;
-    let usages = ApiResource {
-        group: "fakecloud.m.crossplane.io".to_owned(),
-        version: "v1alpha1".to_owned(),
-        api_version: "fakecloud.m.crossplane.io/v1alpha1".to_owned(),
-        kind: "ProviderConfigUsage".to_owned(),
-        plural: "providerconfigusages".to_owned(),
-    };
     let usage = json!({
-        "apiVersion": usages.api_version, "kind": usages.kind,
+        "apiVersion": ProviderConfigUsage::api_version(&()),
+        "kind": ProviderConfigUsage::kind(&()),
         "metadata": {
             "name": uid,
             "labels": {
-                "crossplane.io/provider-config": "default",
-                "crossplane.io/provider-config-kind": "ClusterProviderConfig",
+                PROVIDER_CONFIG_NAME_LABEL: "default",
+                PROVIDER_CONFIG_KIND_LABEL: "ClusterProviderConfig",
             },
             "ownerReferences": [{
-                "apiVersion": VPC_API_VERSION, "kind": "VPC", "name": name, "uid": uid,
+                "apiVersion": vpc_version, "kind": "VPC", "name": name, "uid": uid,
                 "controller": true, "blockOwnerDeletion": true,
             }],
         },
         "providerConfigRef": { "kind": "ClusterProviderConfig", "name": "default" },
-        "resourceRef": { "apiVersion": VPC_API_VERSION, "kind": "VPC", "name": name, "uid": uid },
+        "resourceRef": { "apiVersion": vpc_version, "kind": "VPC", "name": name, "uid": uid },
     });
-    Api::<DynamicObject>::namespaced_with(kube.clone(), namespace, &usages)
+    Api::<ProviderConfigUsage>::namespaced(kube.clone(), namespace)
         .patch(&uid, &apply, &Patch::Apply(&usage))
         .await?;
     let event = json!({
         "apiVersion": "v1", "kind": "Event",
         "metadata": { "name": format!("{name}.{}", jiff::Timestamp::now().as_nanosecond()) },
         "involvedObject": {
-            "apiVersion": VPC_API_VERSION, "kind": "VPC", "namespace": namespace,
+            "apiVersion": vpc_version, "kind": "VPC", "namespace": namespace,
             "name": name, "uid": uid,
         },
         "type": "Normal", "reason": "CreatedExternalResource",
